@@ -9,7 +9,8 @@ class CompatError(ValueError):
 class UnknownFieldError(CompatError):
     def __init__(self, field: str, suggestion: str | None = None, where: str = "DistributedDataParallelConfig"):
         self.field, self.suggestion = field, suggestion
-        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        hint = (f"; did you mean {suggestion!r}?" if suggestion
+                else "; `python -m compat fields --mcore VERSION` lists the valid names")
         super().__init__(f"unknown {where} field {field!r}{hint}")
 
 

@@ -1,0 +1,116 @@
+"""``python -m compat``: explain, fields, registry refresh (and gate, vendor). Exit 0 ok, 2 usage, 3 CompatError."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import CompatError
+
+
+def _parse_set(text: str) -> tuple[str, object]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--set expects key=value, got {text!r}")
+    try:
+        return key.strip(), json.loads(raw)
+    except json.JSONDecodeError:
+        return key.strip(), raw  # bare words such as optim_grads are strings
+
+
+def _optimizer_from(args) -> dict | None:
+    if not (args.optimizer or args.precision_aware or args.main_grads_dtype or args.layer_wise):
+        return None
+    return {"optimizer": args.optimizer or "adam", "use_precision_aware_optimizer": args.precision_aware,
+            "main_grads_dtype": args.main_grads_dtype or "fp32",
+            "use_layer_wise_distributed_optimizer": args.layer_wise}
+
+
+def _print(obj, as_json: bool, text: str):
+    print(json.dumps(obj, indent=1, default=str) if as_json else text)
+
+
+def cmd_explain(args) -> int:
+    from .resolve import resolve
+
+    res = resolve(dict(args.set or []), _optimizer_from(args), args.mcore, lenient=args.lenient)
+    rows = [f"megatron-core {res.version} ({res.schema_source}, {res.match})"] + [f"note: {w}" for w in res.warnings]
+    width = max(len(n) for n in res.fields)
+    for name, f in res.fields.items():
+        called = "" if f.target_name in (name, None) else f"  (as {f.target_name})"
+        why = f" [{f.rule}]" if f.rule else (f" [given as {', '.join(f.given_as)}]" if f.given_as != (name,) and f.given_as else "")
+        rows.append(f"{name:<{width}}  {f.value!r:<14} {f.source}{called}{why}")
+    rows.append("kwargs: " + json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in res.kwargs.items()}))
+    _print(res.to_dict(), args.json, "\n".join(rows))
+    return 0
+
+
+def cmd_fields(args) -> int:
+    from .resolve import target_schema
+
+    schema, _how, notes = target_schema(args.mcore)
+    data = {"version": schema.version, "fields": [
+        {"name": f.name, "annotation": f.annotation, "default": f.default_text, "doc": f.doc} for f in schema.fields],
+        "post_init_reads": sorted(schema.post_init_reads), "notes": notes}
+    text = "\n".join([f"megatron-core {schema.version}: {len(schema.fields)} fields"] +
+                     [f"  {f.name}: {f.annotation} = {f.default_text}" for f in schema.fields])
+    _print(data, args.json, text)
+    return 0
+
+
+def cmd_registry_refresh(args) -> int:
+    from . import refresh
+    from .registry import registry
+
+    out = Path(args.out) if args.out else Path(__file__).with_name("data") / "registry.json"
+    versions = None
+    if args.only_known:
+        reg = registry()
+        versions = {v: reg.is_yanked(v) for v in reg.versions()}
+    log = (lambda _msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr))
+    result = refresh.refresh(out, versions, log=log)
+    summary = {"out": str(out), "releases": len(result["releases"]),
+               "ddp_snapshots": len(result["ddp_snapshots"]), "optimizer_snapshots": len(result["optimizer_snapshots"])}
+    _print(summary, args.json, f"wrote {out}: {summary['releases']} releases, {summary['ddp_snapshots']} DDP "
+                               f"and {summary['optimizer_snapshots']} OptimizerConfig snapshots")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m compat", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("explain", help="every DDPConfig field: value, source and the name the version uses")
+    p.add_argument("--mcore", help="target version (default: installed, else the newest in the registry)")
+    p.add_argument("--set", action="append", type=_parse_set, metavar="KEY=VALUE", help="an override (JSON value)")
+    p.add_argument("--optimizer", help="optimizer name (adam, sgd, muon); any optimizer flag enables the resolver")
+    p.add_argument("--precision-aware", action="store_true", help="use_precision_aware_optimizer=True")
+    p.add_argument("--main-grads-dtype", help="main_grads_dtype (fp32, bf16, ...)")
+    p.add_argument("--layer-wise", action="store_true", help="use_layer_wise_distributed_optimizer=True")
+    p.add_argument("--lenient", action="store_true", help="drop unsupported fields (reported) instead of failing")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser("fields", help="list a version's DDPConfig fields")
+    p.add_argument("--mcore", help="version (default: installed, else the newest in the registry)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fields)
+
+    p = sub.add_parser("registry", help="maintain the registry")
+    reg_sub = p.add_subparsers(dest="registry_command", required=True)
+    r = reg_sub.add_parser("refresh", help="download every release >= 0.7.0 and re-extract the registry")
+    r.add_argument("--out", help="where to write (default: the package's data/registry.json)")
+    r.add_argument("--only-known", action="store_true", help="re-extract exactly the releases already registered")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_registry_refresh)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CompatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3

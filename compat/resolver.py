@@ -1,0 +1,78 @@
+"""The FP32-by-default rule for ``grad_reduce_in_fp32`` (verl PR #7485) and the Muon layer-wise layout rule."""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from .dtypes import FP32, accepted_spellings, dtype_name
+from .errors import FieldTypeError
+
+GRAD_REDUCE = "grad_reduce_in_fp32"
+GRAD_REDUCE_ALIASES = (GRAD_REDUCE, "accumulate_allreduce_grads_in_fp32")
+LAYER_WISE_LAYOUT = "use_layer_wise_param_layout"
+FP32_LOCAL_PATTERNS = "param_name_patterns_for_fp32_local_accumulation"
+MUON_ALGORITHMS = ("muon",)
+_MISSING = object()
+
+RULE_FP32_DEFAULT = "fp32-by-default: a conventional optimizer expects FP32 grads (verl #7485)"
+RULE_PAO_LOW_PRECISION = "precision-aware optimizer with main_grads_dtype={dtype}: reduce in that precision"
+RULE_FP32_LOCAL = ("param_name_patterns_for_fp32_local_accumulation is set: Megatron (0.17+) requires "
+                   "grad_reduce_in_fp32=False with it")
+RULE_MUON_LAYOUT = "muon with use_layer_wise_distributed_optimizer: LayerWiseDistributedOptimizer needs this layout"
+
+
+def optimizer_get(cfg, name: str, default=None):
+    """Read a field from a Megatron OptimizerConfig, a dataclass, a dict or a .get()-style object."""
+    if isinstance(cfg, Mapping):
+        return cfg.get(name, default)
+    if dataclasses.is_dataclass(cfg) or not callable(getattr(cfg, "get", None)):
+        return getattr(cfg, name, default)
+    value = cfg.get(name, _MISSING)
+    return getattr(cfg, name, default) if value is _MISSING else value
+
+
+def main_grads_dtype(optimizer_config) -> str:
+    raw = optimizer_get(optimizer_config, "main_grads_dtype", FP32)
+    name = dtype_name(FP32 if raw is None else raw)
+    if name is None:
+        raise FieldTypeError("optimizer_config.main_grads_dtype", raw,
+                             f"a torch.dtype or one of {accepted_spellings()}")
+    return name
+
+
+def is_muon_layer_wise(optimizer_config) -> bool:
+    algorithm = str(optimizer_get(optimizer_config, "optimizer", "") or "").lower()
+    return algorithm in MUON_ALGORITHMS and bool(
+        optimizer_get(optimizer_config, "use_layer_wise_distributed_optimizer", False))
+
+
+def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, str]]:
+    """(field, value, rule) the resolver adds, given the user's explicit canonical values."""
+    if optimizer_config is None:
+        return []
+    out = []
+    grads_dtype = main_grads_dtype(optimizer_config)  # validated even when an explicit value wins
+    if GRAD_REDUCE not in explicit:
+        if explicit.get(FP32_LOCAL_PATTERNS):
+            out.append((GRAD_REDUCE, False, RULE_FP32_LOCAL))
+        elif bool(optimizer_get(optimizer_config, "use_precision_aware_optimizer", False)) and grads_dtype != FP32:
+            out.append((GRAD_REDUCE, False, RULE_PAO_LOW_PRECISION.format(dtype=grads_dtype)))
+        else:
+            out.append((GRAD_REDUCE, True, RULE_FP32_DEFAULT))
+    if is_muon_layer_wise(optimizer_config) and LAYER_WISE_LAYOUT not in explicit:
+        out.append((LAYER_WISE_LAYOUT, True, RULE_MUON_LAYOUT))
+    return out
+
+
+def resolve_ddp_overrides(override_ddp_config, optimizer_config) -> dict:
+    """Drop-in for verl's ``MegatronEngine._resolve_override_ddp_config``: the overrides plus what the rules add.
+
+    An explicit ``grad_reduce_in_fp32`` (or its old name) always wins; with no optimizer nothing is injected.
+    """
+    overrides = dict(override_ddp_config or {})
+    explicit = dict(overrides)
+    if any(alias in overrides for alias in GRAD_REDUCE_ALIASES):
+        explicit[GRAD_REDUCE] = True  # presence is what matters here
+    for name, value, _rule in injections(explicit, optimizer_config):
+        overrides.setdefault(name, value)
+    return overrides
