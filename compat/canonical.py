@@ -91,7 +91,7 @@ class Canonical:
         raw: dict[str, dict] = {}
         for key, value in overrides.items():
             if not isinstance(key, str):
-                raise UnknownFieldError(repr(key))
+                raise FieldTypeError(repr(key), key, "a str field name")
             if key in self.renames:
                 name, value = self.renames[key]["new"], self._from_old(key, value)
             elif key in self.fields:

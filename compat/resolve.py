@@ -167,9 +167,10 @@ def _place(fr: FieldResolution, schema: Schema, canon: Canonical, res: Resolutio
             hint = f"needs a megatron-core build with {name}" + (f"; {hint}" if hint else "")
         if not lenient:
             raise UnsupportedFieldError(name, fr.value, schema.version, canon.supported_in(name), hint)
-        fr.source, fr.note = LENIENT, f"not in megatron-core {schema.version}; dropped in lenient mode"
-        warnings.warn(f"dropping {name}={fr.value!r}: not supported by megatron-core {schema.version} "
-                      f"(exists in {canon.supported_in(name)})", DroppedFieldWarning, stacklevel=4)
+        fr.source = LENIENT
+        fr.note = (f"dropped {name}={fr.value!r}: not supported by megatron-core {schema.version} "
+                   f"(exists in {canon.supported_in(name)})")
+        warnings.warn(fr.note, DroppedFieldWarning, stacklevel=4)
         res.dropped.append(fr)
         res.warnings.append(fr.note)
         res.fields[name] = fr

@@ -1,0 +1,69 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from compat.cli import main
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "compat", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("version, name", [("0.13.1", "use_custom_fsdp"), ("0.19.2", "use_megatron_fsdp")])
+def test_explain_shows_the_versions_name_with_provenance(version, name):
+    proc = run("explain", "--mcore", version, "--set", "use_megatron_fsdp=true", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["kwargs"] == {name: True}
+    field = out["fields"]["use_megatron_fsdp"]
+    assert (field["value"], field["source"], field["target_name"]) == (True, "user", name)
+
+
+def test_explain_lists_every_canonical_field_with_a_source():
+    out = json.loads(run("explain", "--mcore", "0.16.1", "--optimizer", "adam", "--json").stdout)
+    assert out["fields"]["grad_reduce_in_fp32"]["source"] == "resolver"
+    assert {f["source"] for f in out["fields"].values()} == {"resolver", "megatron-default", "absent"}
+    assert out["fields"]["num_buckets"]["source"] == "absent"
+
+
+def test_explain_precision_aware_flags():
+    out = json.loads(run("explain", "--mcore", "0.19.2", "--precision-aware", "--main-grads-dtype", "bf16",
+                         "--json").stdout)
+    assert out["kwargs"] == {"grad_reduce_in_fp32": False}
+
+
+@pytest.mark.parametrize("args, code, phrase", [
+    (["explain", "--set", "nonsense=1"], 3, "python -m compat fields"),
+    (["explain", "--set", "bucket_sise=1"], 3, "did you mean 'bucket_size'"),
+    (["explain", "--mcore", "0.10.0", "--set", "use_megatron_fsdp=true"], 3, "0.14.0-0.19.2"),
+    (["explain", "--mcore", "banana"], 3, "does not parse"),
+    (["explain", "--set", "novalue"], 2, "key=value"),
+    (["bogus"], 2, "invalid choice"),
+])
+def test_exit_codes(args, code, phrase):
+    proc = run(*args)
+    assert proc.returncode == code
+    assert phrase in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_fields_json():
+    out = json.loads(run("fields", "--mcore", "0.8.0", "--json").stdout)
+    assert [f["name"] for f in out["fields"]] == ["grad_reduce_in_fp32", "overlap_grad_reduce",
+                                                  "use_distributed_optimizer", "check_for_nan_in_grad",
+                                                  "bucket_size", "average_in_collective"]
+
+
+def test_main_returns_codes_in_process(capsys):
+    assert main(["explain", "--mcore", "0.19.2", "--set", "grad_reduce_in_fp32=\"yes\""]) == 3
+    assert "expected bool" in capsys.readouterr().err
+
+
+def test_import_does_not_import_torch_or_megatron():
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import compat"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0
+    modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
+    assert "compat" in modules
+    assert not modules & {"torch", "megatron", "numpy", "yaml"}
