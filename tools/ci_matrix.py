@@ -1,0 +1,61 @@
+"""Split `nox -l --json` into the GitHub Actions matrices of .github/workflows/matrix.yml.
+
+    nox -l --json | python tools/ci_matrix.py -      # or: python tools/ci_matrix.py  (runs nox itself)
+
+Prints ``key=value`` lines for $GITHUB_OUTPUT: ``cpu``, ``gpu`` and ``scheduled`` are
+``{"include": [{"session": ...}, ...]}`` matrices, and ``has_cpu`` / ``has_gpu`` / ``has_scheduled``
+say whether each is non-empty (a job with an empty matrix fails, so the workflow skips it).
+Every session lands in exactly one matrix: tag ``gate`` (or name ``gate``) -> scheduled (weekly cron),
+tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), anything else -> cpu (ubuntu-latest).
+Standard library only: it runs before anything is installed.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def classify(session: dict) -> str:
+    name, tags = session["session"], set(session.get("tags") or ())
+    if name == "gate" or "gate" in tags:
+        return "scheduled"
+    if name.startswith("gpu-") or "gpu" in tags:
+        return "gpu"
+    return "cpu"
+
+
+def matrices(sessions: list[dict]) -> dict[str, dict]:
+    out: dict[str, dict] = {"cpu": {"include": []}, "gpu": {"include": []}, "scheduled": {"include": []}}
+    for s in sessions:  # "session" is unique: parametrized ones read name(param=...)
+        out[classify(s)]["include"].append({"session": s["session"]})
+    return out
+
+
+def github_output(sessions: list[dict]) -> str:
+    lines = []
+    for key, matrix in matrices(sessions).items():
+        lines.append(f"{key}={json.dumps(matrix, separators=(',', ':'))}")
+        lines.append(f"has_{key}={'true' if matrix['include'] else 'false'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["-"]:
+        text = sys.stdin.read()
+    elif argv:
+        with open(argv[0], encoding="utf-8") as fh:
+            text = fh.read()
+    else:
+        text = subprocess.run(["nox", "-l", "--json"], check=True, capture_output=True, text=True).stdout
+    sessions = json.loads(text)
+    if not sessions:
+        print("ci_matrix: nox listed no sessions", file=sys.stderr)
+        return 1
+    print(github_output(sessions))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
