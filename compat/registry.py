@@ -54,7 +54,9 @@ def field_from_record(record: dict) -> Field:
         default = canonical_default(text)
     else:
         default = record.get("default")
-        text = repr(tuple(default)) if isinstance(default, list) else repr(default)
+        if isinstance(default, list):  # JSON has no tuples; the dataclass default is a tuple
+            default = tuple(default)
+        text = repr(default)
     return Field(record["name"], record["annotation"], default, text, record.get("doc", ""))
 
 
