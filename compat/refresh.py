@@ -44,15 +44,20 @@ def list_releases(index: str | None = None, timeout: float = 30.0) -> dict[str, 
     return dict(sorted(yanked.items(), key=lambda kv: _v.parse(kv[0])))
 
 
-def download(version: str, dest: Path = CACHE_DIR, timeout: float = 300.0) -> Path:
-    """The wheel for ``version`` (downloaded once into the cache). 0.17+ only ship wheels tagged for Python 3.12."""
+def download(version: str, dest: Path = CACHE_DIR, timeout: float = 300.0,
+             python_version: str | None = None) -> Path:
+    """The wheel for ``version`` (downloaded once into the cache). 0.17+ only ship wheels tagged for Python 3.12.
+
+    ``python_version`` asks pip for wheels of that interpreter (default: 3.12 from 0.17.0 on, else this one).
+    """
     dest.mkdir(parents=True, exist_ok=True)
     cached = _find_wheel(dest, version)
     if cached:
         return cached
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest)]
-    if _v.parse(version) >= _v.parse("0.17.0"):
-        cmd += ["--python-version", "3.12"]
+    python_version = python_version or ("3.12" if _v.at_least(version, "0.17.0") else None)
+    if python_version:
+        cmd += ["--python-version", python_version]
     try:
         proc = subprocess.run(cmd + [f"{PACKAGE}=={version}"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -71,21 +76,34 @@ def _find_wheel(dest: Path, version: str) -> Path | None:
 
 def build_registry(wheels: dict[str, tuple[Path, bool]]) -> dict:
     """``wheels`` maps version -> (wheel path, yanked). Snapshots are keyed by the config file's sha256."""
-    releases, ddp_snaps, opt_snaps = [], {}, {}
+    registry: dict = {}
     for version in sorted(wheels, key=_v.parse):
         path, yanked = wheels[version]
         facts = extract_candidate(path)
         if facts["version"] != version:
             raise CandidateError(f"{path.name} says it is {facts['version']}, expected {version}")
-        ddp, opt = facts["ddp"], facts["optimizer"]
-        ddp_snaps[ddp["sha256"]] = {k: ddp[k] for k in ("fields", "post_init_reads", "post_init_writes")}
-        opt_snaps[opt["sha256"]] = {k: opt[k] for k in ("fields", "post_init_reads", "post_init_writes")}
-        releases.append({"version": version, "yanked": yanked, "requires_python": facts["requires_python"],
-                         "ddp": ddp["sha256"], "optimizer": opt["sha256"]})
+        registry = add_release(registry, version, yanked, facts)
+    return registry
+
+
+def _snapshot(facts: dict) -> dict:
+    return {k: facts[k] for k in ("fields", "post_init_reads", "post_init_writes")}
+
+
+def add_release(registry: dict, version: str, yanked: bool, facts: dict) -> dict:
+    """``registry`` plus one release (replacing an entry of that version), in the deterministic registry form."""
+    ddp, opt = facts["ddp"], facts["optimizer"]
+    releases = [r for r in registry.get("releases", []) if r["version"] != version]
+    releases.append({"version": version, "yanked": yanked, "requires_python": facts["requires_python"],
+                     "ddp": ddp["sha256"], "optimizer": opt["sha256"]})
+    releases.sort(key=lambda r: _v.parse(r["version"]))
+    ddp_snaps = {**registry.get("ddp_snapshots", {}), ddp["sha256"]: _snapshot(ddp)}
+    opt_snaps = {**registry.get("optimizer_snapshots", {}), opt["sha256"]: _snapshot(opt)}
+    used_ddp, used_opt = {r["ddp"] for r in releases}, {r["optimizer"] for r in releases}
     return {"format": 1, "package": PACKAGE, "source": "release wheels, read with ast",
             "releases": releases,
-            "ddp_snapshots": dict(sorted(ddp_snaps.items())),
-            "optimizer_snapshots": dict(sorted(opt_snaps.items()))}
+            "ddp_snapshots": {k: ddp_snaps[k] for k in sorted(ddp_snaps) if k in used_ddp},
+            "optimizer_snapshots": {k: opt_snaps[k] for k in sorted(opt_snaps) if k in used_opt}}
 
 
 def dumps(registry: dict) -> str:

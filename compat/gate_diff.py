@@ -1,0 +1,271 @@
+"""The gate's classifier: what changed between two DDPConfig / OptimizerConfig snapshots, and how much it matters.
+
+Breaking: a field the shim maps or pins (renames.json, rules.json) is removed, a default or a type changes, or a
+new ``__post_init__`` check reads a field the resolver sets. Needs a decision: new fields, removed unpinned fields,
+new checks. Informational: doc-only changes, reordering, spelling-only changes.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+from dataclasses import dataclass, field
+
+from .extract import OPTIMIZER_FIELDS_OF_INTEREST
+from .registry import Field, Schema, field_from_record
+
+BREAKING, DECISION, INFO = "breaking", "needs a decision", "informational"
+LEVELS = (BREAKING, DECISION, INFO)
+DDP, OPT = "DistributedDataParallelConfig", "OptimizerConfig"
+NAME_SIMILARITY, DOC_SIMILARITY = 0.6, 0.8  # difflib ratios above which an added field looks like a rename
+
+
+@dataclass
+class Change:
+    level: str
+    what: str  # removed, added, default, annotation, check, coercion, check-dropped, doc, order, missing
+    field: str
+    old: str | None = None
+    new: str | None = None
+    shim: str = ""  # what the shim will do
+    config: str = DDP
+    notes: list = field(default_factory=list)
+    proposal: dict | None = None  # a renames.json entry
+
+
+# ------------------------------------------------------------------------------------------ shim knowledge
+def shim_fields(renames, rules) -> dict[str, list[str]]:
+    """Every DDPConfig field the shim maps or pins, with why (from renames.json and rules.json)."""
+    why: dict[str, list[str]] = {}
+    for r in renames:
+        why.setdefault(r["old"], []).append(f"renames.json maps it to {r['new']}")
+        why.setdefault(r["new"], []).append(f"renames.json maps {r['old']} to it")
+    for c in rules["constraints"]:
+        for name in c["reads"]:
+            why.setdefault(name, []).append(f"rule {c['id']} reads it")
+        for name in c.get("sets", {}):
+            why.setdefault(name, []).append(f"rule {c['id']} sets it")
+    for name in rules["resolver_sets"]:
+        why.setdefault(name, []).append("the resolver sets it")
+    for name, rule in rules["value_rules"].items():
+        why.setdefault(name, []).append(f"value rule {json.dumps(rule)}")
+    return why
+
+
+def _type_members(node: ast.expr) -> list[str]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _type_members(node.left) + _type_members(node.right)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return ["None"]
+    if isinstance(node, ast.Subscript):
+        base = ast.unparse(node.value).removeprefix("typing.")
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base == "Optional":
+            return _type_members(args[0]) + ["None"]
+        if base == "Union":
+            return [m for a in args for m in _type_members(a)]
+        base = base.lower() if base in ("Tuple", "List", "Dict", "Set") else base
+        return [f"{base}[{', '.join(map(type_key, args))}]"]
+    return [ast.unparse(node).removeprefix("typing.")]
+
+
+def type_key(annotation) -> str:
+    """``Optional[int]``, ``int | None`` and ``typing.Union[None, int]`` all give 'None | int'."""
+    try:
+        node = ast.parse(annotation, mode="eval").body if isinstance(annotation, str) else annotation
+    except SyntaxError:
+        return annotation
+    return " | ".join(sorted(set(_type_members(node))))
+
+
+def _spelled(f: Field) -> str:
+    return f"{f.annotation} = {f.default_text}"
+
+
+def renamed_like(a: Field, b: Field) -> tuple[bool, float, float]:
+    """Whether ``b`` looks like ``a`` renamed, with the name and doc similarity ratios."""
+    names = round(difflib.SequenceMatcher(None, a.name, b.name).ratio(), 2)
+    docs = round(difflib.SequenceMatcher(None, a.doc, b.doc).ratio(), 2) if a.doc and b.doc else 0.0
+    return names >= NAME_SIMILARITY or docs >= DOC_SIMILARITY, names, docs
+
+
+# ------------------------------------------------------------------------------------------ the diff
+class _Diff:
+    def __init__(self, base: Schema, cand: Schema, renames, rules, version: str | None):
+        self.base, self.cand, self.renames, self.rules, self.version = base, cand, renames, rules, version
+        self.pinned = shim_fields(renames, rules)
+        self.resolver_sets = set(rules["resolver_sets"])
+        self.removed = [f for f in base.fields if f.name not in cand]
+        self.added = [f for f in cand.fields if f.name not in base]
+        self.changes: list[Change] = []
+
+    def run(self) -> list[Change]:
+        for f in self.removed:
+            self._removed(f)
+        for f in self.added:
+            self._added(f)
+        for old in self.base.fields:
+            new = self.cand.get(old.name)
+            if new is not None:
+                self._changed(old, new)
+        self._post_init()
+        self._order()
+        return self.changes
+
+    def _add(self, *args, **kwargs):
+        self.changes.append(Change(*args, **kwargs))
+
+    def _removed(self, f: Field):
+        why = self.pinned.get(f.name)
+        to = next((r["new"] for r in self.renames if r["old"] == f.name), None)
+        if to and to in self.cand:
+            shim = f"translates {f.name} to {to} (renames.json); confirm that mapping holds for this release"
+        elif why:
+            shim = (f"users who set {f.name} get UnsupportedFieldError (dropped with --lenient); update "
+                    "renames.json / rules.json before accepting")
+        else:
+            shim = f"users who set {f.name} get UnsupportedFieldError (dropped with --lenient)"
+        notes = [f"the shim maps or pins it: {'; '.join(why)}"] if why else ["users may set it"]
+        self._add(BREAKING if why else DECISION, "removed", f.name, _spelled(f), None, shim, notes=notes)
+
+    def _added(self, f: Field):
+        notes, proposal = [f"doc: {f.doc}" if f.doc else "no doc comment"], None
+        for gone in self.removed:
+            alike, names, docs = renamed_like(gone, f)
+            if alike:
+                notes.append(f"looks like a rename of removed {gone.name} (name similarity {names}, doc {docs})")
+                proposal = proposal or self._proposal(gone, f, f"name similarity {names}, doc similarity {docs}")
+        for old in self.base.fields:  # an old field whose doc now points here: a deprecation in favour of it
+            new = self.cand.get(old.name)
+            if new and new.doc != old.doc and f"`{f.name}`" in new.doc and "deprecat" in new.doc.lower():
+                notes.append(f"{old.name}'s doc now says it is deprecated in favour of {f.name}")
+                proposal = proposal or self._proposal(old, f, f"{old.name} is deprecated in favour of it")
+        if f.name in self.cand.post_init_reads:
+            notes.append(f"__post_init__ reads it{self._rule_note(f.name, 'reads')} ({self._post_init_news()})")
+        shim = (f"left at megatron's default ({f.default_text}) unless a user sets it; after --accept it is a "
+                "canonical field (older releases: a non-default value raises UnsupportedFieldError)")
+        self._add(DECISION, "added", f.name, None, _spelled(f), shim, notes=notes, proposal=proposal)
+
+    def _proposal(self, old: Field, new: Field, why: str) -> dict:
+        entry = {"old": old.name, "new": new.name, "since": self.version or "UNKNOWN", "note": f"gate: {why}"}
+        if type_key(old.annotation) != type_key(new.annotation):
+            entry["map"] = [[old.default, new.default]]
+            entry["note"] += f"; {old.annotation} -> {new.annotation}: complete the value map"
+        known = any(r["old"] == old.name and r["new"] == new.name for r in self.renames)
+        return {"renames.json": entry, "already_in_renames_json": known}
+
+    def _changed(self, old: Field, new: Field):
+        resolver = " (the resolver sets it)" if old.name in self.resolver_sets else ""
+        if old.default != new.default:
+            self._add(BREAKING, "default", old.name, old.default_text, new.default_text,
+                      f"leaves unset fields to megatron, so this release silently uses {new.default_text}"
+                      f"{resolver}; users relying on {old.default_text} must set it explicitly")
+        elif old.default_text != new.default_text:
+            self._add(INFO, "default", old.name, old.default_text, new.default_text, "same value, spelled differently")
+        if type_key(old.annotation) != type_key(new.annotation):
+            self._add(BREAKING, "annotation", old.name, old.annotation, new.annotation,
+                      f"type-checks {old.name} as {old.annotation}; values may no longer fit{resolver}")
+        elif old.annotation != new.annotation:
+            self._add(INFO, "annotation", old.name, old.annotation, new.annotation, "same type, spelled differently")
+        if old.doc != new.doc:
+            self._add(INFO, "doc", old.name, old.doc, new.doc, "nothing (documentation only)")
+
+    def _rule_note(self, name: str, key: str) -> str:
+        ids = self._rules_for(name, key)
+        return f"; modelled by rules.json {', '.join(ids)}" if ids else "; no rules.json constraint models it"
+
+    def _rules_for(self, name: str, key: str) -> list[str]:
+        """Constraints that model a check (key='reads') or coercion (key='sets') of ``name`` in the candidate."""
+        return [c["id"] for c in self.rules["constraints"]
+                if name in c.get(key, ()) and set(c["reads"]) <= self.cand.post_init_reads]
+
+    def _post_init_news(self) -> str:
+        reads = sorted(self.cand.post_init_reads - self.base.post_init_reads)
+        writes = sorted(self.cand.post_init_writes - self.base.post_init_writes)
+        return "new in this __post_init__: " + "; ".join(
+            part for part in (f"reads {', '.join(reads)}" if reads else "",
+                              f"writes {', '.join(writes)}" if writes else "") if part)
+
+    def _post_init(self):
+        existing = set(self.base.names)
+        for what, key, new_names, old_names in (
+                ("check", "reads", self.cand.post_init_reads, self.base.post_init_reads),
+                ("coercion", "sets", self.cand.post_init_writes, self.base.post_init_writes)):
+            verb = "reads" if what == "check" else "writes"
+            mirror = "pre-checks" if what == "check" else "mirrors"
+            for name in sorted((set(new_names) - set(old_names)) & existing):  # new fields: see "added"
+                rules = self._rules_for(name, key)
+                notes = [self._post_init_news()]
+                if name in self.resolver_sets:
+                    level = BREAKING
+                    shim = (f"the resolver sets {name}; the new {what} can reject or override its value"
+                            + (f" (rules.json {', '.join(rules)} models it: make the resolver honour it)" if rules
+                               else "; add a rules.json constraint and teach the resolver"))
+                elif name in self.pinned:
+                    level = DECISION if rules else BREAKING
+                    notes.append(f"the shim pins it: {'; '.join(self.pinned[name])}")
+                    shim = (f"{mirror} it with rules.json {', '.join(rules)}; confirm the rule matches"
+                            if rules else
+                            "nothing yet: no rules.json constraint models it, so the shim would pass values "
+                            "megatron now rejects")
+                else:
+                    level = DECISION
+                    shim = (f"{mirror} it with rules.json {', '.join(rules)}" if rules else
+                            "megatron's own error surfaces at construction; consider a rules.json constraint")
+                self._add(level, what, name, None, f"__post_init__ now {verb} {name}", shim, notes=notes)
+            for name in sorted(set(old_names) - set(new_names)):
+                stop = [c["id"] for c in self.rules["constraints"] if name in c.get(key, ())]
+                self._add(INFO, "check-dropped", name, f"__post_init__ {verb} {name}", None,
+                          f"rules that need it stop applying (feature detection): {', '.join(stop) or 'none'}")
+
+    def _order(self):
+        common_old = [n for n in self.base.names if n in self.cand]
+        common_new = [n for n in self.cand.names if n in self.base]
+        if common_old != common_new:
+            self._add(INFO, "order", "(fields)", ", ".join(common_old), ", ".join(common_new),
+                      "nothing: the shim passes keyword arguments")
+        pos = {n: i for i, n in enumerate(self.cand.names)}
+        last_existing = max((pos[n] for n in self.cand.names if n in self.base), default=-1)
+        inserted = [f.name for f in self.added if pos[f.name] < last_existing]
+        if inserted:
+            self._add(INFO, "order", "(fields)", None, f"inserted before existing fields: {', '.join(inserted)}",
+                      "nothing: the shim passes keyword arguments (positional construction would shift)")
+
+
+def diff_ddp(base: Schema, cand: Schema, renames, rules, version: str | None) -> list[Change]:
+    return _Diff(base, cand, renames, rules, version).run()
+
+
+def optimizer_changes(base: tuple, facts: dict) -> list[Change]:
+    if "optimizer" not in facts:
+        return [Change(DECISION, "missing", OPT, "megatron/core/optimizer/optimizer_config.py", None,
+                       "the resolver reads OptimizerConfig attributes by name; find where the class moved", OPT)]
+    cand = {f.name: f for f in map(field_from_record, facts["optimizer"]["fields"])}
+    old = {f.name: f for f in base}
+    out = []
+    for name, f in old.items():
+        read = name in OPTIMIZER_FIELDS_OF_INTEREST
+        level = BREAKING if read else DECISION
+        new = cand.get(name)
+        if new is None:
+            twins = [n for n, g in cand.items() if n not in old and renamed_like(f, g)[0]]
+            notes = [f"looks renamed to {', '.join(twins)}"] if twins else []
+            shim = (f"the resolver reads {name} by name with a fallback, so it would silently see the fallback"
+                    if read else "nothing: tracked, not read by the shim")
+            out.append(Change(level, "removed", name, _spelled(f), None, shim, OPT, notes))
+            continue
+        shim = (f"the resolver reads {name} off the user's OptimizerConfig; an unset value now means "
+                "something else" if read else "nothing: tracked, not read by the shim")
+        if new.default != f.default:
+            out.append(Change(level, "default", name, f.default_text, new.default_text, shim, OPT))
+        if type_key(new.annotation) != type_key(f.annotation):
+            out.append(Change(level, "annotation", name, f.annotation, new.annotation, shim, OPT))
+        if new.doc != f.doc:
+            out.append(Change(INFO, "doc", name, f.doc, new.doc, "nothing (documentation only)", OPT))
+    for name, g in cand.items():
+        if name not in old:
+            read = name in OPTIMIZER_FIELDS_OF_INTEREST
+            out.append(Change(DECISION if read else INFO, "added", name, None, _spelled(g),
+                              "the resolver reads it (by name, with a default)" if read else
+                              "nothing: tracked, not read by the shim", OPT, [f"doc: {g.doc}"] if g.doc else []))
+    return out
