@@ -157,3 +157,21 @@ def test_every_call_returns_a_new_object(cls):
     assert a is not b
     a.bucket_size = None  # what DistributedDataParallel.__init__ does to the config it is given
     assert b.bucket_size == 1000 and compat.build_ddp_config({"bucket_size": 1000}).bucket_size == 1000
+
+
+def test_live_dataclass_is_the_truth_for_builds_with_extra_fields(cls, entry):
+    """Megatron-LM's dev branch reports a release version but has extra fields; Megatron-Bridge subclasses the
+    real class to backport fields. Either way the live dataclass decides, not the version string."""
+    @dataclasses.dataclass
+    class WithLayerWiseLayout(cls):
+        use_layer_wise_param_layout: bool = False
+        dev_only_knob: int = 3
+
+    muon = {"optimizer": "muon", "use_layer_wise_distributed_optimizer": True}
+    config = compat.build_ddp_config({"dev_only_knob": 5}, muon, cls=WithLayerWiseLayout)
+    assert type(config) is WithLayerWiseLayout
+    assert (config.use_layer_wise_param_layout, config.dev_only_knob, config.grad_reduce_in_fp32) == (True, 5, True)
+    explicit = compat.build_ddp_config({"use_layer_wise_param_layout": False}, muon, cls=WithLayerWiseLayout)
+    assert explicit.use_layer_wise_param_layout is False  # setdefault: never overrides the user
+    with pytest.raises(compat.UnknownFieldError, match="dev_only_knob"):
+        compat.build_ddp_config({"dev_only_knob": 5}, muon)  # the plain release has no such field
