@@ -1,0 +1,274 @@
+# /// script
+# dependencies = ["nox>=2026.8.10", "pyyaml", "uv"]
+# ///
+"""Test matrix over the megatron-core releases pinned in matrix.yaml.
+
+Only prerequisite: ``python3 -m pip install nox``. Nox reads the script block above and builds
+.nox/_nox_script_mode with nox, pyyaml and uv, then re-runs itself there.
+
+    nox -l                      list sessions (nox -l --json for tags)
+    nox -t cpu                  unit + every mcore-<version> session (what CI runs)
+    nox -s unit                 registry-only tests, no torch or megatron-core
+    nox -s mcore-0.16.1         torch 2.13.0+cpu + megatron-core 0.16.1, then pytest tests
+    nox -t newest / -t oldest   the newest / oldest pin
+    nox -s gpu-0.16.1           pytest tests -m gpu (skipped without CUDA)
+    nox -s gate                 python -m compat gate latest
+    nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
+
+Environment knobs: MCORE_COMPAT_WORKERS (pytest-xdist -n, default "auto"; "0" turns xdist off),
+MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; default: the pin's +cpu),
+MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise).
+
+Every session is a default session so that `nox -l --json` lists them all (nox lists only selected
+sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nox
+import nox.virtualenv
+
+ROOT = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools.matrix import load_matrix  # noqa: E402  (needs pyyaml: in the script block)
+
+nox.needs_version = ">=2026.8.10"
+nox.options.default_venv_backend = "uv"
+nox.options.download_python = "never"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+TEST_DEPS = ["pytest>=8,<9.2", "pytest-xdist>=3.6", "hypothesis>=6.100", "pyyaml>=6"]
+UNIT_PYTHON = "3.11"
+PINS = load_matrix(ROOT / "matrix.yaml")  # raises a clear MatrixError on bad data
+HAS_CUDA = shutil.which("nvidia-smi") is not None
+
+
+# ------------------------------------------------------------------------------------ uv, pip.conf
+def _require_uv() -> None:
+    """uv is the only backend: nox would otherwise fall back to virtualenv+pip, ~2 min and 1 GB per session."""
+    if not nox.virtualenv.HAS_UV:
+        raise SystemExit(
+            "noxfile.py: uv was not found (neither next to nox's Python nor on PATH). It is listed in this "
+            "noxfile's script block, so `nox` from `python3 -m pip install nox` installs it; otherwise run "
+            "`python3 -m pip install uv`. Refusing to fall back to virtualenv+pip.")
+
+
+def _pip_config_lines() -> list[str]:
+    """`pip config list` output, from the first pip that answers (the script-mode venv may have none)."""
+    candidates = [[sys.executable, "-m", "pip"]]
+    for exe in ("pip3", "pip"):
+        found = shutil.which(exe)
+        if found:
+            candidates.append([found])
+    for base in ("python3", "python"):
+        found = shutil.which(base)
+        if found:
+            candidates.append([found, "-m", "pip"])
+    for cmd in candidates:
+        try:
+            out = subprocess.run([*cmd, "config", "list"], capture_output=True, text=True, timeout=60,
+                                 check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0:
+            return out.stdout.splitlines()
+    return []
+
+
+@functools.cache
+def pip_config() -> dict[str, list[str]]:
+    """find-links, index-url, extra-index-url and constraint from pip's configuration (uv ignores pip.conf).
+
+    Scopes print as `global.key=`, `install.key=`, `user.key=`, `:env:.key=` (PIP_* variables); list values
+    are whitespace separated. index-url takes the last scope printed that sets it; the lists are merged.
+    """
+    seen: dict[str, list[str]] = {"find-links": [], "index-url": [], "extra-index-url": [], "constraint": []}
+    for line in _pip_config_lines():
+        if "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        name = key.rsplit(".", 1)[-1]
+        if name not in seen:
+            continue
+        value = value.strip().strip("'\"")
+        for item in value.split():
+            if name == "index-url":
+                seen[name] = [item]
+            elif item not in seen[name]:
+                seen[name].append(item)
+    # Keep only what exists on this machine: a constraint file or find-links folder that is not there
+    # would make uv fail, and pip.conf from another machine should not.
+    seen["find-links"] = [p for p in seen["find-links"] if "://" in p or os.path.isdir(p)]
+    seen["constraint"] = [p for p in seen["constraint"] if "://" in p or os.path.isfile(p)]
+    return seen
+
+
+def index_args() -> list[str]:
+    cfg = pip_config()
+    args: list[str] = []
+    for link in cfg["find-links"]:
+        args += ["--find-links", link]
+    for url in cfg["index-url"]:
+        args += ["--index-url", url]
+    for url in cfg["extra-index-url"]:
+        args += ["--extra-index-url", url]
+    for path in cfg["constraint"]:
+        args += ["--constraint", path]
+    # pip tries every index; uv by default stops at the first index that has the package.
+    if cfg["extra-index-url"]:
+        args += ["--index-strategy", "unsafe-best-match"]
+    return args
+
+
+def uv_install(session: nox.Session, *args: str) -> None:
+    session.install(*index_args(), *args)
+
+
+_require_uv()  # at import: nox creates the venv (and would fall back) before any session code runs
+
+
+# ----------------------------------------------------------------------------------------- pytest
+def _test_env(workers: str) -> dict[str, str | None]:
+    # PYTHONDONTWRITEBYTECODE=1 in this environment makes every `import torch, megatron.core` cost 23 s
+    # of CPU instead of 9 s; uv does not byte-compile, so let the first import write the .pyc files.
+    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
+    if workers != "0":
+        env["OMP_NUM_THREADS"] = "1"  # 2 xdist workers x 2 torch threads oversubscribe 2 cores
+        env["MKL_NUM_THREADS"] = "1"
+    return env
+
+
+def run_pytest(session: nox.Session, *selection: str, all_skipped_ok: bool = False,
+               extra_env: dict[str, str] | None = None) -> None:
+    """Run pytest and make "ran no tests" loud: exit 5 (nothing collected) and an all-skipped run fail
+    the session with a message saying so, except where ``all_skipped_ok`` (gpu sessions without CUDA)
+    turns them into a visible nox "skipped"."""
+    workers = os.environ.get("MCORE_COMPAT_WORKERS", "auto")
+    junit = Path(session.create_tmp()) / "junit.xml"
+    if junit.exists():
+        junit.unlink()
+    args = ["pytest", *selection, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    if workers != "0":
+        args += ["-n", workers]
+    args += session.posargs
+    code = session.run(*args, env={**_test_env(workers), **(extra_env or {})}, success_codes=[0, 5])
+    if code is None:  # --install-only
+        return
+    if code == 5:
+        message = f"pytest collected no tests ({' '.join(selection)}): exit code 5"
+        if all_skipped_ok:
+            session.skip(message)
+        session.error(message + ". A session that tests nothing must not pass.")
+    total = skipped = 0
+    if junit.exists():
+        root = ET.parse(junit).getroot()
+        suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+        for s in suites:
+            total += int(s.get("tests", 0))
+            skipped += int(s.get("skipped", 0))
+    ran = total - skipped
+    session.log(f"{session.name}: {ran} tests ran, {skipped} skipped, {total} collected")
+    if total and ran == 0:
+        message = f"all {total} tests were skipped"
+        if all_skipped_ok:
+            session.skip(message)
+        session.error(message + "; nothing was tested (see the skip reasons above).")
+
+
+# --------------------------------------------------------------------------------------- sessions
+@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["cpu", "unit", "py311"])
+def unit(session: nox.Session) -> None:
+    """Registry-only unit tests: no torch, no megatron-core."""
+    _require_uv()
+    uv_install(session, *TEST_DEPS)
+    uv_install(session, "--reinstall-package", "mcore-compat", ".")
+    run_pytest(session, "tests/unit")
+
+
+def install_pin(session: nox.Session, pin, *, torch: str) -> None:
+    """torch + megatron-core per the pin's recipe + test deps + this repo, then check it imports."""
+    _require_uv()
+    base = [f"torch=={torch}", *pin.extra, *TEST_DEPS]
+    if pin.ignore_requires_python:
+        base.append("pip")  # uv has no --ignore-requires-python: the venv's own pip does that one step
+    if not pin.no_deps:
+        base.append(pin.megatron_requirement)  # resolved together with torch and the extras
+    uv_install(session, *base)
+    if pin.ignore_requires_python:
+        # pip reads pip.conf itself (find-links, indexes, constraint)
+        session.run_install("python", "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
+                    "--ignore-requires-python", pin.megatron_requirement)
+    elif pin.no_deps:
+        uv_install(session, "--no-deps", pin.megatron_requirement)
+    uv_install(session, "--reinstall-package", "mcore-compat", ".")
+    # Fail here, not as a pile of skipped contract tests, if the recipe does not give an importable megatron.
+    check = ("import importlib.metadata as m, torch, megatron.core.distributed as d; "
+             f"v = m.version('megatron-core'); assert v == {pin.version!r}, v; "
+             "print('megatron-core', v, 'torch', torch.__version__, 'DDP config:', "
+             "d.DistributedDataParallelConfig.__module__)")
+    session.run("python", "-c", check, env={"PYTHONDONTWRITEBYTECODE": None}, silent=False)
+
+
+def make_cpu_session(pin):
+    def session_fn(session: nox.Session) -> None:
+        install_pin(session, pin, torch=pin.torch)
+        # Tests may use this to fail (not skip) when the megatron-core they see is not the pinned one.
+        run_pytest(session, "tests", extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
+
+    session_fn.__doc__ = f"megatron-core {pin.version} on torch {pin.torch}: pytest tests. {pin.note}"
+    session_fn.__name__ = f"mcore_{pin.version.replace('.', '_')}"
+    return session_fn
+
+
+def make_gpu_session(pin):
+    def session_fn(session: nox.Session) -> None:
+        if not HAS_CUDA and os.environ.get("MCORE_COMPAT_GPU_FORCE") != "1":
+            session.skip("no CUDA here (nvidia-smi not found); MCORE_COMPAT_GPU_FORCE=1 installs and runs anyway")
+        # On a CUDA host the pin's +cpu torch would make every gpu test skip: default to the public release
+        # (the CUDA build on PyPI) and check below that it really is a CUDA build.
+        default = pin.torch.split("+")[0] if HAS_CUDA else pin.torch
+        torch = os.environ.get("MCORE_COMPAT_TORCH_GPU", default)
+        install_pin(session, pin, torch=torch)
+        if HAS_CUDA:
+            session.run("python", "-c", "import torch, sys; print('torch', torch.__version__, 'cuda', "
+                        "torch.version.cuda, 'available', torch.cuda.is_available()); "
+                        "sys.exit(0 if torch.version.cuda else 'torch is a CPU build on a CUDA host: set "
+                        "MCORE_COMPAT_TORCH_GPU, e.g. 2.13.0+cu130')")
+        run_pytest(session, "tests", "-m", "gpu", all_skipped_ok=not HAS_CUDA,
+                   extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
+
+    session_fn.__doc__ = f"megatron-core {pin.version}: pytest tests -m gpu (skipped without CUDA). {pin.note}"
+    session_fn.__name__ = f"gpu_{pin.version.replace('.', '_')}"
+    return session_fn
+
+
+for _pin in PINS:
+    nox.session(name=f"mcore-{_pin.version}", python=_pin.python, venv_backend="uv",
+                tags=_pin.all_tags(kind="cpu"))(make_cpu_session(_pin))
+    nox.session(name=f"gpu-{_pin.version}", python=_pin.python, venv_backend="uv",
+                tags=_pin.all_tags(kind="gpu"))(make_gpu_session(_pin))
+
+
+@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["gate"])
+def gate(session: nox.Session) -> None:
+    """Upgrade gate: python -m compat gate latest (arguments after -- replace `latest`)."""
+    _require_uv()
+    uv_install(session, "pyyaml>=6")
+    uv_install(session, "--reinstall-package", "mcore-compat", ".")
+    session.run("python", "-m", "compat", "gate", *(session.posargs or ["latest"]),
+                env={"PYTHONDONTWRITEBYTECODE": None})
+
+
+if __name__ == "__main__":  # `python noxfile.py` also works
+    nox.main()
+
