@@ -33,6 +33,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nox
+import nox.command
 import nox.virtualenv
 
 ROOT = Path(__file__).resolve().parent
@@ -161,25 +162,30 @@ def run_pytest(session: nox.Session, *selection: str, all_skipped_ok: bool = Fal
     if workers != "0":
         args += ["-n", workers]
     args += session.posargs
-    code = session.run(*args, env={**_test_env(workers), **(extra_env or {})}, success_codes=[0, 5])
-    if code is None:  # --install-only
-        return
-    if code == 5:
-        message = f"pytest collected no tests ({' '.join(selection)}): exit code 5"
+    try:
+        done = session.run(*args, env={**_test_env(workers), **(extra_env or {})})
+    except nox.command.CommandFailed as exc:
+        if exc.return_code != 5:
+            raise
+        message = f"pytest collected or selected no tests ({' '.join(selection)}): exit code 5"
         if all_skipped_ok:
             session.skip(message)
         session.error(message + ". A session that tests nothing must not pass.")
+    if done is None:  # --install-only
+        return
+    if not junit.exists():
+        if {"--co", "--collect-only"} & set(session.posargs):
+            return
+        session.error(f"pytest wrote no {junit}: cannot tell whether any test ran")
     total = skipped = 0
-    if junit.exists():
-        root = ET.parse(junit).getroot()
-        suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-        for s in suites:
-            total += int(s.get("tests", 0))
-            skipped += int(s.get("skipped", 0))
+    root = ET.parse(junit).getroot()
+    for suite in [root] if root.tag == "testsuite" else list(root.iter("testsuite")):
+        total += int(suite.get("tests", 0))
+        skipped += int(suite.get("skipped", 0))
     ran = total - skipped
     session.log(f"{session.name}: {ran} tests ran, {skipped} skipped, {total} collected")
-    if total and ran == 0:
-        message = f"all {total} tests were skipped"
+    if ran == 0 and not {"--co", "--collect-only"} & set(session.posargs):
+        message = f"all {total} tests were skipped" if total else "pytest ran no tests"
         if all_skipped_ok:
             session.skip(message)
         session.error(message + "; nothing was tested (see the skip reasons above).")

@@ -5,12 +5,12 @@
     python benchmarks/matrix_time.py --mode both -s unit -s mcore-0.16.1
     python benchmarks/matrix_time.py -t newest -- -x        # after --: pytest arguments (nox posargs)
 
-Runs ``nox --add-timestamp <selection>`` from the repo root with UV_CACHE_DIR set to ``--uv-cache``
+Runs ``nox --add-timestamp <selection>`` from the repo root (cold removes --envdir, default .nox) with UV_CACHE_DIR set to ``--uv-cache``
 (default: ~/.cache/mcore-compat-bench-uv, a cache of its own so that "cold" never wipes the user's
 uv cache; keep it on the same filesystem as .nox so uv can hardlink). For every session it records
 the session's wall time, the setup before pytest (venv, installs, import check) and pytest's own
 time from its final "=== ... in 12.34s ===" line. Results (one record per mode, replacing the last
-record of that mode) go to benchmarks/results/matrix_time.json, the full nox output to .nox/bench-logs/.
+record of that mode) go to benchmarks/results/matrix_time.json, the full nox output to <envdir>/bench-logs/.
 """
 from __future__ import annotations
 
@@ -70,15 +70,18 @@ def parse_nox_output(lines) -> list[dict]:
     return sessions
 
 
-def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path, log_dir: Path) -> dict:
+def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path, envdir: Path) -> dict:
+    log_dir = envdir / "bench-logs"
     if mode == "cold":
-        for path in (ROOT / ".nox", uv_cache):
+        for path in (envdir, uv_cache):
             if path.exists():
                 print(f"matrix_time: removing {path}", file=sys.stderr)
                 shutil.rmtree(path)
     uv_cache.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, UV_CACHE_DIR=str(uv_cache))
     cmd = ["nox", "--add-timestamp", *selection]
+    if envdir != ROOT / ".nox":
+        cmd += ["--envdir", str(envdir)]
     if posargs:
         cmd += ["--", *posargs]
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -138,6 +141,8 @@ def main(argv=None) -> int:
     ap.add_argument("-t", "--tag", action="append", default=[], help="nox tag (repeatable; default: cpu)")
     ap.add_argument("--uv-cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument("--envdir", type=Path, default=ROOT / ".nox",
+                    help="nox --envdir; cold removes it (use a separate one while others run nox here)")
     args = ap.parse_args(argv)
 
     selection: list[str] = []
@@ -165,7 +170,7 @@ def main(argv=None) -> int:
     code = 0
     for mode in modes:
         record = run_once(mode, selection, posargs, args.uv_cache.expanduser().resolve(),
-                          ROOT / ".nox" / "bench-logs")
+                          args.envdir.expanduser().resolve())
         data["runs"][mode] = record
         code = code or record["exit_code"]
         args.output.parent.mkdir(parents=True, exist_ok=True)
