@@ -16,7 +16,8 @@ Only prerequisite: ``python3 -m pip install nox``. Nox reads the script block ab
     nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
 
 Environment knobs: MCORE_COMPAT_WORKERS (pytest-xdist -n, default "auto"; "0" turns xdist off),
-MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; default: the pin's +cpu),
+MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; default on a CUDA host:
+the pin's version without +cpu, i.e. PyPI's CUDA build, checked after install),
 MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise).
 
 Every session is a default session so that `nox -l --json` lists them all (nox lists only selected
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import nox
 import nox.command
+import nox.project
 import nox.virtualenv
 
 ROOT = Path(__file__).resolve().parent
@@ -48,7 +50,8 @@ nox.options.download_python = "never"
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
-TEST_DEPS = ["pytest>=8,<9.2", "pytest-xdist>=3.6", "hypothesis>=6.100", "pyyaml>=6"]
+# pyproject's `test` extra: pytest<9.2 (xdist's --dist loadgroup is broken on 9.2 + xdist 3.8), xdist, hypothesis, pyyaml
+TEST_DEPS = nox.project.load_toml(ROOT / "pyproject.toml")["project"]["optional-dependencies"]["test"]
 UNIT_PYTHON = "3.11"
 PINS = load_matrix(ROOT / "matrix.yaml")  # raises a clear MatrixError on bad data
 HAS_CUDA = shutil.which("nvidia-smi") is not None
