@@ -1,6 +1,5 @@
 """Our output against the real DistributedDataParallelConfig of the session's megatron-core."""
 import dataclasses
-import importlib.util
 
 import pytest
 
@@ -11,9 +10,7 @@ from compat.build import live_schema
 from compat.registry import registry, rules
 from compat.resolve import _applies
 
-pytestmark = [pytest.mark.megatron, pytest.mark.skipif(
-    importlib.util.find_spec("megatron") is None or importlib.util.find_spec("megatron.core") is None,
-    reason="megatron-core is not installed in this session")]
+pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ imports torch for this module (and not at all when megatron-core is absent).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -25,24 +24,7 @@ if HERE not in sys.path:
 
 import ddp_harness  # noqa: E402
 
-
-def _megatron_core_installed() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    spec = importlib.util.find_spec("megatron")
-    if spec is None:
-        return False
-    return any(os.path.isdir(os.path.join(loc, "core")) for loc in (spec.submodule_search_locations or []))
-
-
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.megatron,
-    pytest.mark.skipif(
-        not _megatron_core_installed(),
-        reason="megatron-core (and torch) not installed: the real-DDP nccl tests need them",
-    ),
-]
+pytestmark = [pytest.mark.gpu, pytest.mark.megatron]  # conftest.py skips these without megatron-core
 
 CASES = ddp_harness.default_cases()
 CASE_IDS = [c["id"] for c in CASES]
