@@ -51,7 +51,7 @@ class MatrixError(ValueError):
     """Bad matrix.yaml. ``entry`` names the pin (its version, or its position), ``key`` the key."""
 
     def __init__(self, message: str, *, entry: str | None = None, key: str | None = None, path=None):
-        self.entry, self.key, self.path = entry, key, path
+        self.entry, self.key, self.path, self.detail = entry, key, path, message
         where = [str(path) if path else "matrix.yaml"]
         if entry is not None:
             where.append(f"pin {entry}")
@@ -156,9 +156,8 @@ def load_registry(path=DEFAULT_REGISTRY) -> dict[str, dict]:
 def parse_matrix_text(text: str, *, registry: dict[str, dict], path=None) -> list[Pin]:
     try:
         doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except MatrixSyntaxError as exc:
-        exc.path = path
-        raise MatrixSyntaxError(str(exc).split(": ", 1)[1], key=exc.key, path=path) from None
+    except MatrixSyntaxError as exc:  # from _construct_mapping, which does not know the path
+        raise MatrixSyntaxError(exc.detail, key=exc.key, path=path) from None
     except yaml.YAMLError as exc:
         raise MatrixSyntaxError(f"not valid YAML: {exc}", path=path) from None
     if not isinstance(doc, dict):

@@ -74,7 +74,7 @@ BAD = [
     ("duplicate-version", doc(entry(), entry()), M.DuplicatePinError, "pinned twice"),
     ("same-series", doc(entry(version="0.16.0"), entry()), M.DuplicatePinError, "one pin per minor series"),
     ("duplicate-yaml-key", "pins:\n  - version: '0.16.1'\n    python: '3.11'\n    python: '3.12'\n"
-     "    torch: 2.13.0+cpu\n", M.MatrixSyntaxError, "duplicate key 'python'"),
+     "    torch: 2.13.0+cpu\n", M.MatrixSyntaxError, "m.yaml: key 'python': duplicate key 'python' (lines 3 and 4)"),
     ("not-yaml", "pins: [\n", M.MatrixSyntaxError, "not valid YAML"),
     ("no-pins", "pins: []\n", M.MatrixSyntaxError, "non-empty list"),
     ("top-is-list", "- 1\n", M.MatrixSyntaxError, "top level"),
