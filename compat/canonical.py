@@ -50,13 +50,13 @@ class Canonical:
                 if f.name in self.renames:
                     continue
                 first = self.fields[f.name].introduced if f.name in self.fields else version
-                self.fields[f.name] = CanonicalField(f.name, f.annotation, _hashable(f.default), first, f.doc)
+                self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, first, f.doc)
         for u in rules()["unreleased_fields"]:
             self.fields.setdefault(u["name"], CanonicalField(u["name"], u["annotation"], u["default"], None,
                                                              u.get("doc", ""), u["found_in"]))
         for f in (extra.fields if extra else ()):
             if f.name not in self.fields and f.name not in self.renames:
-                self.fields[f.name] = CanonicalField(f.name, f.annotation, _hashable(f.default), None, f.doc,
+                self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, None, f.doc,
                                                      f"this build ({extra.version}, {extra.source})")
 
     # ---- input side -------------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ class Canonical:
 
     def _spec_of(self, name: str, version: str) -> CanonicalField:
         f = self.registry.schema(version).get(name)
-        return CanonicalField(f.name, f.annotation, _hashable(f.default), None, f.doc)
+        return CanonicalField(f.name, f.annotation, f.default, None, f.doc)
 
     # ---- output side ------------------------------------------------------------------------------------------
     def old_name_in(self, name: str, schema: Schema) -> str | None:
@@ -146,10 +146,6 @@ class Canonical:
         if spec is not None and spec.found_in:
             text = f"{text}; {spec.found_in}" if text != "no release" else spec.found_in
         return text
-
-
-def _hashable(value):
-    return tuple(value) if isinstance(value, list) else value
 
 
 def _check_kind(name: str, kind: str, value):

@@ -64,6 +64,7 @@ class Registry:
     def __init__(self, data: dict):
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
+        self._schemas: dict[str, Schema] = {}
 
     def versions(self, include_yanked: bool = True) -> list[str]:
         return _v.sorted_versions(v for v, r in self.releases.items() if include_yanked or not r["yanked"])
@@ -75,10 +76,11 @@ class Registry:
         return self.releases[version]["yanked"]
 
     def schema(self, version: str) -> Schema:
-        release = self.releases[version]
-        snap = self.data["ddp_snapshots"][release["ddp"]]
-        return Schema(version, "registry", tuple(field_from_record(f) for f in snap["fields"]),
-                      frozenset(snap["post_init_reads"]), frozenset(snap["post_init_writes"]))
+        if version not in self._schemas:
+            snap = self.data["ddp_snapshots"][self.releases[version]["ddp"]]
+            self._schemas[version] = Schema(version, "registry", tuple(field_from_record(f) for f in snap["fields"]),
+                                            frozenset(snap["post_init_reads"]), frozenset(snap["post_init_writes"]))
+        return self._schemas[version]
 
     def optimizer_fields(self, version: str) -> tuple[Field, ...]:
         snap = self.data["optimizer_snapshots"][self.releases[version]["optimizer"]]

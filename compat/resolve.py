@@ -104,9 +104,12 @@ def _apply_constraints(values: dict, schema: Schema, canon: Canonical):
         return out
 
     for rule in rules()["constraints"]:
-        if not _applies(rule, schema) or not all(_holds(p, effective()) for p in rule["when"]):
+        if not _applies(rule, schema):
             continue
-        involved = {p["field"]: effective()[p["field"]] for p in rule["when"] if "field" in p}
+        current = effective()  # again per rule: an earlier coercion may have changed it
+        if not all(_holds(p, current) for p in rule["when"]):
+            continue
+        involved = {p["field"]: current[p["field"]] for p in rule["when"] if "field" in p}
         if rule["kind"] == "check":
             raise ConstraintError(rule["id"], rule["message"], involved, schema.version)
         for name, forced in rule["sets"].items():

@@ -27,10 +27,6 @@ def at_least(version, minimum) -> bool:
     return parse(version) >= parse(minimum)
 
 
-def sort_key(version) -> Version:
-    return parse(version)
-
-
 def version_from_filename(filename: str) -> str | None:
     """The version in a wheel or sdist file name of megatron-core, or None."""
     m = re.match(r"megatron[_-]core-([^-]+?)(?:-.*\.whl|\.tar\.gz|\.zip)$", filename)
@@ -103,8 +99,3 @@ def is_newer(a, b) -> bool:
 
 def sorted_versions(versions) -> list[str]:
     return sorted(versions, key=parse)
-
-
-def versions_between(versions, low, high) -> list[str]:
-    lo, hi = parse(low), parse(high)
-    return [v for v in sorted_versions(versions) if lo <= parse(v) <= hi]
