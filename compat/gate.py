@@ -18,7 +18,9 @@ from .errors import CandidateError, CompatError, VersionError
 from .extract import extract_candidate
 from .gate_diff import (BREAKING, DDP, DECISION, INFO, LEVELS, Change, diff_ddp, optimizer_changes,  # noqa: F401
                         shim_fields, type_key)
-from .registry import Registry, Schema, field_from_record, load_json
+from .registry import Registry, schema_from_snapshot
+from .registry import renames as registry_renames
+from .registry import rules as registry_rules
 
 FALLBACK_PYTHONS = ("3.12", "3.13", "3.14", "3.11", "3.10")  # wheel tags tried when the default finds none
 _SPEC = re.compile(r"^\s*megatron[-_.]core\s*==\s*(\S+)\s*$", re.IGNORECASE)
@@ -126,13 +128,11 @@ def read_candidate(path: Path) -> dict:
 def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=None, rules=None,
             source: str = "", yanked: bool | None = False) -> GateReport:
     """Classify every change between the candidate's facts and registry release ``against`` (default: newest)."""
-    renames = renames if renames is not None else load_json("renames.json")["renames"]
-    rules = rules if rules is not None else load_json("rules.json")
+    renames = renames if renames is not None else list(registry_renames())
+    rules = rules if rules is not None else registry_rules()
     against = resolve_against(reg, against)
     base = reg.schema(against)
-    ddp = facts["ddp"]
-    cand = Schema(facts["version"] or "candidate", "candidate", tuple(map(field_from_record, ddp["fields"])),
-                  frozenset(ddp["post_init_reads"]), frozenset(ddp["post_init_writes"]))
+    cand = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts["ddp"])
     changes = diff_ddp(base, cand, renames, rules, facts["version"])
     changes += optimizer_changes(reg.optimizer_fields(against), facts)
     order = {level: i for i, level in enumerate(LEVELS)}

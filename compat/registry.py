@@ -60,6 +60,12 @@ def field_from_record(record: dict) -> Field:
     return Field(record["name"], record["annotation"], default, text, record.get("doc", ""))
 
 
+def schema_from_snapshot(version: str, source: str, snap: dict) -> Schema:
+    """A Schema from extracted facts: ``{"fields": [...], "post_init_reads": [...], "post_init_writes": [...]}``."""
+    return Schema(version, source, tuple(field_from_record(f) for f in snap["fields"]),
+                  frozenset(snap["post_init_reads"]), frozenset(snap["post_init_writes"]))
+
+
 class Registry:
     def __init__(self, data: dict):
         self.data = data
@@ -78,8 +84,7 @@ class Registry:
     def schema(self, version: str) -> Schema:
         if version not in self._schemas:
             snap = self.data["ddp_snapshots"][self.releases[version]["ddp"]]
-            self._schemas[version] = Schema(version, "registry", tuple(field_from_record(f) for f in snap["fields"]),
-                                            frozenset(snap["post_init_reads"]), frozenset(snap["post_init_writes"]))
+            self._schemas[version] = schema_from_snapshot(version, "registry", snap)
         return self._schemas[version]
 
     def optimizer_fields(self, version: str) -> tuple[Field, ...]:

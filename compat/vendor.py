@@ -5,7 +5,6 @@ registry's newest release, sha256 of every copied file). It never writes outside
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -13,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import CompatError
+from .extract import sha256
 
 MANIFEST = "VENDORED.json"
 REGISTRY = "data/registry.json"
@@ -24,10 +24,6 @@ class VendorError(CompatError):
 
 class UnsafeDestinationError(VendorError):
     """DEST is a symlink, goes through one, or contains '..'."""
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def source_files(source=None) -> dict[str, bytes]:
@@ -122,7 +118,7 @@ def vendor(dest, *, force: bool = False, source=None) -> dict:
         raise VendorError(f"cannot vendor into {dest}: {exc}") from None
     manifest = {"package": "mcore-compat", "version": __version__,
                 "registry_newest": _registry_newest(files[REGISTRY]),
-                "files": {rel: _sha256(data) for rel, data in files.items()}}
+                "files": {rel: sha256(data) for rel, data in files.items()}}
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 
@@ -145,11 +141,11 @@ def check(dest, *, source=None) -> dict:
         raise VendorError(f"{dest} is not a vendored copy (no {MANIFEST}); run `python -m compat vendor {dest}`")
     recorded, present = manifest["files"], _present(dest)
     modified = sorted(rel for rel in recorded if rel in present
-                      and _sha256((dest / rel).read_bytes()) != recorded[rel])
+                      and sha256((dest / rel).read_bytes()) != recorded[rel])
     ours = source_files(source)[REGISTRY]
     theirs = recorded.get(REGISTRY)
     stale = None
-    if theirs is not None and theirs != _sha256(ours):
+    if theirs is not None and theirs != sha256(ours):
         stale = {"vendored_newest": manifest.get("registry_newest"), "source_newest": _registry_newest(ours)}
     report = {"dest": str(dest), "version": manifest.get("version"),
               "registry_newest": manifest.get("registry_newest"), "modified": modified,

@@ -169,17 +169,6 @@ def _wrap_collectives():
     wrap("_all_gather_base", "input")
 
 
-def _installed_megatron_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("megatron-core")
-    except Exception:  # pragma: no cover - editable/odd installs
-        from megatron.core import package_info
-
-        return package_info.__version__
-
-
 def make_ddp_config(case: dict):
     """THE one place a case's DistributedDataParallelConfig is built (via the project API).
 
@@ -505,7 +494,9 @@ def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_tra
         torch.set_num_threads(1)
         result["torch_version"] = torch.__version__
         _wrap_collectives()  # before megatron binds any collective at import time
-        version = _installed_megatron_version()
+        from compat.version import installed_version
+
+        version = installed_version()
         result["megatron_version"] = version
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())
