@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_registry_refresh)
     from .vendor import register as register_vendor; register_vendor(sub)  # noqa: E702
-    from .gate import register as register_gate; register_gate(sub)  # noqa: E702
+    from .gate.cli import register as register_gate; register_gate(sub)  # noqa: E702
     return parser
 
 

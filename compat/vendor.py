@@ -29,9 +29,16 @@ class UnsafeDestinationError(VendorError):
 def source_files(source=None) -> dict[str, bytes]:
     """{relative posix path: content} of everything the package needs at runtime."""
     root = source if source is not None else resources.files(__name__.rpartition(".")[0])
-    out = {f.name: f.read_bytes() for f in root.iterdir() if f.is_file() and f.name.endswith(".py")}
-    out.update({f"data/{f.name}": f.read_bytes() for f in root.joinpath("data").iterdir()
-                if f.is_file() and f.name.endswith(".json")})
+    out: dict[str, bytes] = {}
+
+    def walk(folder, prefix: str) -> None:
+        for f in folder.iterdir():
+            if f.is_file() and (f.name.endswith(".py") or (prefix == "data/" and f.name.endswith(".json"))):
+                out[prefix + f.name] = f.read_bytes()
+            elif f.is_dir() and f.name != "__pycache__" and (f.name == "data" or f.joinpath("__init__.py").is_file()):
+                walk(f, f"{prefix}{f.name}/")
+
+    walk(root, "")
     return dict(sorted(out.items()))
 
 
@@ -57,8 +64,9 @@ def safe_dest(dest) -> Path:
 
 
 def _plain(rel: str) -> bool:
-    """A manifest entry we may touch: ``name`` or ``data/name`` (the manifest itself may be tampered with)."""
-    return re.fullmatch(r"(data/)?[A-Za-z0-9_][A-Za-z0-9_.-]*", rel) is not None
+    """A manifest entry we may touch: ``name``, ``data/name`` or ``subpackage/name`` (the manifest itself may be
+    tampered with)."""
+    return re.fullmatch(r"([A-Za-z0-9_]+/)?[A-Za-z0-9_][A-Za-z0-9_.-]*", rel) is not None
 
 
 def _check_inside(dest: Path, rel: str) -> None:
@@ -108,7 +116,8 @@ def vendor(dest, *, force: bool = False, source=None) -> dict:
         _check_inside(dest, rel)
     try:
         dest.mkdir(exist_ok=True)
-        (dest / "data").mkdir(exist_ok=True)
+        for folder in sorted({rel.rpartition("/")[0] for rel in files if "/" in rel}):
+            (dest / folder).mkdir(exist_ok=True)
         for rel, data in files.items():
             (dest / rel).write_bytes(data)
         for rel in dropped:  # modules removed upstream since the last vendor

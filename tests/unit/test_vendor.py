@@ -52,7 +52,7 @@ def vendored(tmp_path):
 def test_no_absolute_self_imports():
     """A vendored copy lives under another name: `compat.x` / `from compat import` would break it."""
     bad = []
-    for path in sorted(COMPAT_DIR.glob("*.py")):
+    for path in sorted(COMPAT_DIR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Import):
@@ -71,7 +71,9 @@ def test_manifest_records_version_registry_and_hashes(vendored):
     manifest = json.loads((vendored / "VENDORED.json").read_text())
     assert manifest["version"] == compat.__version__
     assert manifest["registry_newest"] == registry().newest()
-    expected = {p.name for p in COMPAT_DIR.glob("*.py")} | {f"data/{p.name}" for p in (COMPAT_DIR / "data").glob("*.json")}
+    expected = ({p.relative_to(COMPAT_DIR).as_posix() for p in COMPAT_DIR.rglob("*.py")}
+                | {f"data/{p.name}" for p in (COMPAT_DIR / "data").glob("*.json")})
+    assert "gate/core.py" in expected  # subpackages are part of the copy
     assert set(manifest["files"]) == expected
     for rel, digest in manifest["files"].items():
         assert hashlib.sha256((vendored / rel).read_bytes()).hexdigest() == digest

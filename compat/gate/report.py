@@ -51,7 +51,7 @@ def _entry(c) -> list[str]:
 
 
 def markdown(report) -> str:
-    from .gate import BREAKING, DECISION, INFO
+    from .diff import BREAKING, DECISION, INFO
 
     counts = {level: len(report.by_level(level)) for level in (BREAKING, DECISION, INFO)}
     facts = report.facts

@@ -11,8 +11,8 @@ import difflib
 import json
 from dataclasses import dataclass, field
 
-from .extract import OPTIMIZER_FIELDS_OF_INTEREST
-from .registry import Field, Schema, field_from_record
+from ..extract import OPTIMIZER_FIELDS_OF_INTEREST
+from ..registry import Field, Schema, field_from_record
 
 BREAKING, DECISION, INFO = "breaking", "needs a decision", "informational"
 LEVELS = (BREAKING, DECISION, INFO)

@@ -1,0 +1,15 @@
+"""The upgrade gate: diff a candidate megatron-core against the registry and classify every change.
+
+``python -m compat gate CANDIDATE`` where CANDIDATE is ``megatron-core==X``, ``latest``, a wheel, an sdist or a
+Megatron-LM checkout. The candidate is read with ``ast`` (never imported), archives in memory. Exit 0: compatible
+(informational changes only); 1: needs review or breaking; 2: usage; 3: the candidate could not be read.
+
+Modules: ``candidate`` (find and read a candidate), ``diff`` (classify config changes), ``core`` (the report),
+``report`` (markdown), ``accept`` (write the registry and matrix.yaml), ``cli`` (the command).
+"""
+from ..errors import CandidateError  # noqa: F401  (re-exported for callers of the gate)
+from .candidate import FALLBACK_PYTHONS, GateUsageError, fetch_release, locate, read_candidate  # noqa: F401
+from .core import DEFAULT_REGISTRY, GateReport, compare, gate, load_registry, resolve_against  # noqa: F401
+from .accept import accept  # noqa: F401
+from .diff import BREAKING, DDP, DECISION, INFO, LEVELS, Change, shim_fields, type_key  # noqa: F401
+

@@ -1,0 +1,73 @@
+"""Find and read a gate candidate: a release spec (downloaded), ``latest``, a wheel, an sdist or a checkout."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .. import refresh
+from .. import version as _v
+from ..errors import CandidateError, CompatError, VersionError
+from ..extract import extract_candidate
+
+FALLBACK_PYTHONS = ("3.12", "3.13", "3.14", "3.11", "3.10")  # wheel tags tried when the default finds none
+_SPEC = re.compile(r"^\s*megatron[-_.]core\s*==\s*(\S+)\s*$", re.IGNORECASE)
+
+
+class GateUsageError(Exception):
+    """Bad arguments (exit 2)."""
+
+
+def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]:
+    """A local wheel/sdist/tree for CANDIDATE (downloading a release spec). Returns (path, yanked or None)."""
+    path = Path(candidate).expanduser()
+    if path.exists():
+        return path, False
+    spec = _SPEC.match(candidate)
+    if candidate.strip().lower() == "latest":
+        releases = refresh.list_releases()
+        finals = [v for v, yanked in releases.items() if not yanked]
+        if not finals:
+            raise CandidateError(f"the index lists no final {refresh.PACKAGE} release")
+        return fetch_release(_v.newest(finals), dest), False
+    if spec:
+        try:
+            version = str(_v.parse(spec.group(1)))
+        except VersionError as exc:
+            raise GateUsageError(str(exc)) from None
+        return fetch_release(version, dest), None  # yanked: unknown until --accept asks the index
+    if any(op in candidate for op in ("<", ">", "~=", "!=")):
+        raise GateUsageError(f"{candidate!r}: pin one release with megatron-core==VERSION, or use latest")
+    raise CandidateError(f"candidate {candidate!r} does not exist (expected megatron-core==VERSION, latest, "
+                         "a wheel, an sdist or a Megatron-LM checkout)")
+
+
+def fetch_release(version: str, dest: Path | None = None) -> Path:
+    """``pip download --no-deps`` the release's wheel into the cache, for whichever Python tag it ships."""
+    kwargs = {"dest": dest} if dest else {}
+    try:
+        return refresh.download(version, **kwargs)
+    except CandidateError as first:
+        listed = refresh.list_releases()  # raises a clear error when the index is unreachable
+        if version not in listed:
+            raise CandidateError(f"{refresh.PACKAGE} {version} is not a final release on {refresh.index_url()} "
+                                 f"(newest: {_v.newest(listed) if listed else 'none'})") from None
+        for python in FALLBACK_PYTHONS:
+            try:
+                return refresh.download(version, python_version=python, **kwargs)
+            except CandidateError:
+                continue
+        raise first from None
+
+
+def read_candidate(path: Path) -> dict:
+    """extract_candidate, with any failure on a malformed archive turned into a one-line CandidateError."""
+    try:
+        return extract_candidate(path)
+    except CandidateError as exc:
+        if "\n" not in str(exc):
+            raise
+        raise CandidateError(" ".join(str(exc).split())) from None  # one line, e.g. tarfile's per-method list
+    except CompatError:
+        raise
+    except Exception as exc:  # an untrusted archive can fail in many ways; none of them deserve a traceback
+        raise CandidateError(f"cannot read {path.name}: {type(exc).__name__}: {exc}") from None

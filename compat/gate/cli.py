@@ -1,0 +1,37 @@
+"""``python -m compat gate``: argument parsing and exit codes (0 compatible, 1 review, 2 usage, 3 unreadable)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from .accept import accept
+from .candidate import GateUsageError
+from .core import gate, load_registry, resolve_against
+from . import __doc__ as GATE_DOC
+
+
+def cmd_gate(args) -> int:
+    try:
+        reg = load_registry(args.registry)
+        against = resolve_against(reg, args.against)
+        report = gate(args.candidate, reg, against)
+        if args.accept:
+            accept(report, args.registry, args.matrix)
+    except GateUsageError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.to_markdown())
+    return report.exit_code
+
+
+def register(sub) -> None:
+    p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
+                       description=GATE_DOC)
+    p.add_argument("candidate", help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout")
+    p.add_argument("--against", metavar="VERSION", help="registry release to compare with (default: the newest)")
+    p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
+    p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
+    p.add_argument("--accept", action="store_true",
+                   help="after review: write the candidate into the registry and pin it in matrix.yaml (exit 0)")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.set_defaults(func=cmd_gate)

@@ -1,0 +1,99 @@
+"""The config gate: diff a candidate's config dataclasses against the registry and build the report."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import version as _v
+from ..errors import VersionError
+from ..registry import Registry, schema_from_snapshot
+from ..registry import renames as registry_renames
+from ..registry import rules as registry_rules
+from .candidate import GateUsageError, locate, read_candidate
+from .diff import BREAKING, DDP, DECISION, LEVELS, diff_ddp, optimizer_changes
+
+DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "data" / "registry.json"
+
+
+@dataclass
+class GateReport:
+    candidate: str  # the candidate's version, or its file name when it has none
+    source: str
+    kind: str
+    against: str
+    changes: list
+    facts: dict = field(repr=False, default_factory=dict)
+    yanked: bool | None = False  # None: a release spec whose yanked flag was not looked up
+    accepted: dict | None = None
+
+    def by_level(self, level: str) -> list:
+        return [c for c in self.changes if c.level == level]
+
+    @property
+    def verdict(self) -> str:
+        if self.by_level(BREAKING):
+            return "breaking"
+        return "needs review" if self.by_level(DECISION) else "compatible"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == "compatible" or self.accepted else 1
+
+    def to_dict(self) -> dict:
+        return {"candidate": self.candidate, "source": self.source, "kind": self.kind, "against": self.against,
+                "requires_python": self.facts.get("requires_python"), "verdict": self.verdict,
+                "exit_code": self.exit_code, "ddp_sha256": self.facts.get("ddp", {}).get("sha256"),
+                "changes": {level: [asdict(c) for c in self.by_level(level)] for level in LEVELS},
+                "accepted": self.accepted}
+
+    def to_markdown(self) -> str:
+        from .report import markdown
+
+        return markdown(self)
+
+
+def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=None, rules=None,
+            source: str = "", yanked: bool | None = False) -> GateReport:
+    """Classify every change between the candidate's facts and registry release ``against`` (default: newest)."""
+    renames = renames if renames is not None else list(registry_renames())
+    rules = rules if rules is not None else registry_rules()
+    against = resolve_against(reg, against)
+    base = reg.schema(against)
+    cand = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts["ddp"])
+    changes = diff_ddp(base, cand, renames, rules, facts["version"])
+    changes += optimizer_changes(reg.optimizer_fields(against), facts)
+    order = {level: i for i, level in enumerate(LEVELS)}
+    changes.sort(key=lambda c: (order[c.level], c.config != DDP))
+    label = facts["version"] or f"{Path(source).name} (version unknown)"
+    return GateReport(label, source, facts["kind"], against, changes, facts, yanked)
+
+
+def resolve_against(reg: Registry, against: str | None) -> str:
+    if against is None:
+        return reg.newest()
+    try:
+        release, how = _v.match_release(against, reg.versions())
+    except VersionError as exc:
+        raise GateUsageError(f"--against {against}: {exc}") from None
+    if how != "exact":
+        raise GateUsageError(f"--against {against}: not a registry release (known: "
+                             f"{', '.join(reg.versions())})")
+    return release
+
+
+def gate(candidate, reg: Registry | None = None, against: str | None = None, *, renames=None, rules=None,
+         dest: Path | None = None) -> GateReport:
+    """Locate (download) CANDIDATE, extract it with ast and compare it with the registry."""
+    reg = reg if reg is not None else load_registry()
+    path, yanked = locate(str(candidate), dest)
+    return compare(read_candidate(path), reg, against, renames=renames, rules=rules, source=str(candidate),
+                   yanked=yanked)
+
+
+def load_registry(path: Path | None = None) -> Registry:
+    path = Path(path) if path else DEFAULT_REGISTRY
+    try:
+        return Registry(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError) as exc:
+        raise GateUsageError(f"cannot load registry {path}: {exc}") from None
