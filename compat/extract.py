@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
-import re
-import tarfile
-import zipfile
-from email.parser import HeaderParser
 from pathlib import Path
 
+from .archive import open_source
 from .errors import CandidateError
 
 DDP_PATH = "megatron/core/distributed/distributed_data_parallel_config.py"
@@ -123,78 +119,17 @@ def version_from_package_info(source: bytes) -> str | None:
     return f"{values['MAJOR']}.{values['MINOR']}.{values['PATCH']}{values.get('PRE_RELEASE', '') or ''}"
 
 
-class _Reader:
-    """Uniform in-memory access to a wheel, an sdist or a source tree."""
-
-    def __init__(self, path: Path):
-        self.path, self.kind = path, None
-        if path.is_dir():
-            self.kind = "tree"
-            return
-        if not path.exists():
-            raise CandidateError(f"candidate {str(path)!r} does not exist")
-        data = path.read_bytes()
-        if path.suffix == ".whl" or zipfile.is_zipfile(io.BytesIO(data)):
-            try:
-                self.zip = zipfile.ZipFile(io.BytesIO(data))
-                self.names = self.zip.namelist()
-            except zipfile.BadZipFile as exc:
-                raise CandidateError(f"{path.name} is not a readable wheel: {exc}") from None
-            self.kind = "wheel"
-        else:
-            try:
-                self.tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
-                self.names = [m.name for m in self.tar.getmembers() if m.isfile()]
-            except (tarfile.TarError, EOFError, OSError) as exc:
-                raise CandidateError(f"{path.name} is not a readable wheel or sdist: {exc}") from None
-            self.kind = "sdist"
-
-    def find(self, suffix: str) -> str | None:
-        if self.kind == "tree":
-            p = self.path / suffix
-            return str(p) if p.is_file() else None
-        hits = sorted((n for n in self.names if n == suffix or n.endswith("/" + suffix)), key=len)
-        return hits[0] if hits else None
-
-    def read(self, name: str) -> bytes:
-        try:
-            if self.kind == "tree":
-                return Path(name).read_bytes()
-            if self.kind == "wheel":
-                return self.zip.read(name)
-            member = self.tar.extractfile(name)
-            return member.read() if member else b""
-        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, KeyError) as exc:
-            raise CandidateError(f"cannot read {name} from {self.path.name}: {exc}") from None
-
-    def metadata_version(self) -> str | None:
-        meta = None
-        if self.kind == "wheel":
-            meta = next((n for n in self.names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
-        elif self.kind == "sdist":
-            meta = next((n for n in sorted(self.names, key=len) if n.endswith("PKG-INFO")), None)
-        if not meta:
-            return None
-        headers = HeaderParser().parsestr(self.read(meta).decode("utf-8", "replace"))
-        return headers.get("Version")
-
-    def requires_python(self) -> str | None:
-        if self.kind != "wheel":
-            return None
-        meta = next((n for n in self.names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)), None)
-        return HeaderParser().parsestr(self.read(meta).decode()).get("Requires-Python") if meta else None
-
-
 def extract_candidate(path: str | Path) -> dict:
     """Extract a wheel, sdist or source tree. Returns version, kind, requires_python and the config facts."""
-    reader = _Reader(Path(path))
-    ddp_name = reader.find(DDP_PATH)
-    if ddp_name is None:
-        raise CandidateError(f"{Path(path).name} has no {DDP_PATH} (is it megatron-core 0.7.0 or newer?)")
-    opt_name = reader.find(OPTIMIZER_PATH)
-    facts = extract_sources(reader.read(ddp_name), reader.read(opt_name) if opt_name else None)
-    version = reader.metadata_version()
-    info = reader.find(PACKAGE_INFO_PATH)
-    if version is None and info:
-        version = version_from_package_info(reader.read(info))
-    return {"version": version, "kind": reader.kind, "requires_python": reader.requires_python(), **facts}
+    source = open_source(path)
+    ddp = source.read_relative(DDP_PATH)
+    if ddp is None:
+        raise CandidateError(f"{source.label!r} has no {DDP_PATH} (is it megatron-core 0.7.0 or newer?)")
+    facts = extract_sources(ddp, source.read_relative(OPTIMIZER_PATH))
+    meta = source.metadata()
+    version = meta.get("Version")
+    if version is None:
+        info = source.read_relative(PACKAGE_INFO_PATH)
+        version = version_from_package_info(info) if info is not None else None
+    requires_python = meta.get("Requires-Python") if source.kind == "wheel" else None
+    return {"version": version, "kind": source.kind, "requires_python": requires_python, **facts}
