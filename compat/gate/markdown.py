@@ -1,0 +1,27 @@
+"""Escaping for text that comes from a candidate or a project (file names, METADATA, docs) before it goes into a
+markdown report: no newline, control character or ANSI escape survives, and markdown syntax is neutralised."""
+from __future__ import annotations
+
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def one_line(text) -> str:
+    """Control characters (newlines, ESC, ...) shown as escapes, so the text stays on one line and inert."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+
+
+def md_text(text) -> str:
+    """Untrusted text as plain markdown prose."""
+    return _MARKDOWN.sub(r"\\\1", one_line(text))
+
+
+def md_code(text) -> str:
+    """Untrusted text as inline code: a fence longer than any backtick run inside it."""
+    body = one_line(text)
+    run = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or not body else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
