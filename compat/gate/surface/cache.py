@@ -53,6 +53,9 @@ def write_cached(key: str, model: dict) -> str | None:
     try:
         cache_dir().mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(_entry_path(key), sha256(body).encode("ascii") + b"\n" + body)
+        for stale in cache_dir().glob(f"{key}.model*.json"):  # earlier model formats of the same wheel
+            if stale != _entry_path(key):
+                stale.unlink()
     except (OSError, WriteError) as exc:
         return str(exc)
     return None

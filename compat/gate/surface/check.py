@@ -130,16 +130,29 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     return failures, notes
 
 
-def _guard_of(use, failure_kind: str) -> str | None:
-    raised = _RAISES.get(failure_kind)
-    if use.how in ("attribute", "call", "probe") and failure_kind in (MISSING_MODULE, MISSING_NAME):
+def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> str | None:
+    """Why the failure is protected (``try/except ImportError (line 12)``), or None when it would raise."""
+    raised = _RAISES.get(kind)
+    if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
         raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
+    names = {wanted} | set(failing.split("(")[0].split("."))
     for guard in use.guards:
-        if raised is None or g.catches(guard, raised):
-            kind, line, caught = guard
-            what = kind if not caught else f"{kind} {', '.join(sorted(caught)).replace('*', 'any exception')}"
+        gkind, line, detail = guard
+        if gkind == g.FALLBACK:
+            if all(_resolves(surface, name) for name in detail):
+                return f"{gkind} that is not taken: the imports at line {line} resolve"
+            continue
+        if g.catches(guard, raised, names):
+            what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
             return f"{what} (line {line})"
     return None
+
+
+def _resolves(surface: Surface, name: str) -> bool:
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return False
+    return surface.resolve(name).ok
 
 
 def check(scan, surface: Surface) -> list[Finding]:
@@ -151,7 +164,7 @@ def check(scan, surface: Surface) -> list[Finding]:
             continue  # the project assigns this name itself
         failures, notes = evaluate(use, surface)
         for failure in failures:
-            guard = _guard_of(use, failure.kind)
+            guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
             first = import_failures.get((use.path, failure.name))
             if first is not None and use.how not in ("module", "import"):
                 if use.line != first.line and use.line not in first.also_at:
@@ -169,7 +182,7 @@ def check(scan, surface: Surface) -> list[Finding]:
             for note in notes:
                 key = (use.path, use.line, use.name, DEPRECATED)
                 if key not in findings:
-                    guard = _guard_of(use, DEPRECATED)
+                    guard = _guard_of(use, DEPRECATED, use.name, "", surface)
                     findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
                                             note, use=use.how, _use=use)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))

@@ -1,8 +1,10 @@
 """Which code paths a project protects: ``try/except``, version checks, ``hasattr``/``getattr`` probes,
 ``inspect.signature`` filtering, feature flags, ``TYPE_CHECKING`` and dead branches.
 
-A guard is a tuple ``(kind, line, catches)``: ``catches`` is the set of exception names a ``try`` handles ("*" for
-bare ``except``, ``Exception`` or ``BaseException``); other kinds guard every failure.
+A guard is a tuple ``(kind, line, detail)``. For a ``try``, ``detail`` is the set of exception names it handles
+("*" for bare ``except``, ``Exception`` or ``BaseException``); for a probe or a signature check, the attribute or
+keyword names it asks about (it protects only failures of those names; None: any); for a fallback (the handler of
+``except ImportError``), the names the ``try`` imported: the handler runs only where one of them is missing.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ FLAG = "feature flag"
 AVAILABILITY = "availability check"
 TYPE_CHECKING = "TYPE_CHECKING"
 DEAD = "dead code"
-EARLY_EXIT = "early exit"
+FALLBACK = "fallback of a try/except ImportError"
 
 _CATCH_ALL = {"Exception", "BaseException"}
 _FLAG = re.compile(r"^_*(HAVE|HAS|IS)_[A-Z0-9_]+$|_AVAILABLE$|^_*(have|has)_[a-z0-9_]+$")
@@ -49,11 +51,16 @@ def try_catches(handlers) -> set[str]:
     return caught
 
 
-def catches(guard: tuple, failure: str) -> bool:
-    kind, _line, caught = guard
-    if kind != TRY:
-        return True
-    return "*" in caught or bool(caught & RAISES.get(failure, set()))
+def catches(guard: tuple, raised: str | None, names: set) -> bool:
+    """Does ``guard`` protect a failure that raises ``raised`` (import/attribute/call) about ``names``?"""
+    kind, _line, detail = guard
+    if kind == TRY:
+        return raised is None or "*" in detail or bool(detail & RAISES.get(raised, set()))
+    if kind in (PROBE, SIGNATURE) and detail:
+        return bool(detail & names)
+    if kind == AVAILABILITY:
+        return raised in ("import", "attribute") and bool(detail & names)
+    return kind != FALLBACK  # fallbacks are decided against the candidate (check.py)
 
 
 def _is_version_name(text: str) -> bool:
@@ -61,35 +68,43 @@ def _is_version_name(text: str) -> bool:
     return "version" in low and "version_info" not in low
 
 
-def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> str | None:
-    """The kind of guard an ``if``/``while``/ternary/boolean test is, or None."""
+def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
+    """``(kind, detail)`` when an ``if``/``while``/ternary/boolean test is a guard, else None."""
     if isinstance(test, ast.Constant) and not test.value:
-        return DEAD
+        return DEAD, None
     for node in ast.walk(test):
         if isinstance(node, ast.Call):
             name = dotted(node.func) or ""
             tail = name.split(".")[-1]
             if tail in ("hasattr", "getattr"):
-                return PROBE
+                attr = node.args[1] if len(node.args) > 1 else None
+                known = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+                return PROBE, frozenset({attr.value}) if known else None
             if tail == "signature":
-                return SIGNATURE
+                return SIGNATURE, _compared_strings(test)
             if _is_version_name(name):
-                return VERSION
+                return VERSION, None
         elif isinstance(node, ast.Attribute) and node.attr == "parameters":
-            return SIGNATURE
+            return SIGNATURE, _compared_strings(test)
         elif isinstance(node, (ast.Name, ast.Attribute)):
             name = dotted(node) or ""
             tail = name.split(".")[-1]
             if tail == "TYPE_CHECKING":
-                return TYPE_CHECKING
+                return TYPE_CHECKING, None
             if name in version_flags or _is_version_name(name):
-                return VERSION
+                return VERSION, None
             if _FLAG.search(tail):
-                return FLAG
+                return FLAG, None
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in megatron_names:
             if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
-                return AVAILABILITY  # ``if Foo is not None`` after ``except ImportError: Foo = None``
+                return AVAILABILITY, frozenset({node.left.id})  # ``if Foo is not None`` after ``Foo = None``
     return None
+
+
+def _compared_strings(test) -> frozenset | None:
+    """``"vp_stage" in inspect.signature(f).parameters``: the keyword names a signature check asks about."""
+    found = {n.value for n in ast.walk(test) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return frozenset(found) or None
 
 
 def exits(body: list) -> bool:
@@ -106,11 +121,24 @@ def suppress_catches(item: ast.withitem) -> set[str] | None:
     return None
 
 
+def _all_statements(body: list):
+    """Every statement, nested defs and classes included (expressions are not walked: this runs per file)."""
+    for stmt in body:
+        yield stmt
+        for attr in ("body", "orelse", "finalbody"):
+            yield from _all_statements(getattr(stmt, attr, None) or [])
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from _all_statements(handler.body)
+        for case in getattr(stmt, "cases", None) or []:
+            yield from _all_statements(case.body)
+
+
 def version_flags(tree: ast.Module) -> set[str]:
     """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``)."""
     flags = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and test_guard(node.value, set(), set()) == VERSION:
+    for node in _all_statements(tree.body):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
+                (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     flags.add(target.id)
@@ -120,5 +148,6 @@ def version_flags(tree: ast.Module) -> set[str]:
 
 
 def _returns_version_check(node) -> bool:
-    returns = [n for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
-    return bool(returns) and all(test_guard(r.value, set(), set()) == VERSION for r in returns)
+    """A small helper whose top-level returns are version comparisons (``def mcore_ge_014(): return ...``)."""
+    returns = [n for n in node.body if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and all((test_guard(r.value, set(), set()) or (None,))[0] == VERSION for r in returns)

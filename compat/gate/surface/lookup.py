@@ -17,6 +17,8 @@ from .model import bindings, parse_fields, parse_signature
 _CLOSED_BASES = {"object": object, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Flag": enum.Flag,
                  "IntFlag": enum.IntFlag, "StrEnum": getattr(enum, "StrEnum", enum.Enum), "str": str, "int": int,
                  "ABC": object, "abc.ABC": object}
+_MODULE_DUNDERS = {"__name__", "__file__", "__path__", "__spec__", "__loader__", "__package__", "__doc__",
+                   "__dict__", "__builtins__", "__cached__"}
 _ENUM_BASES = {"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"}
 
 
@@ -111,7 +113,7 @@ class Surface:
                     return hits
         if f"{module}.{name}" in self.modules:
             return [Target("module", f"{module}.{name}")]
-        if entry.get("ga"):
+        if entry.get("ga") or name in _MODULE_DUNDERS:
             return [OPAQUE]
         return []
 
@@ -171,8 +173,8 @@ class Surface:
         return out
 
     def class_member(self, qual: str, name: str, seen: set) -> list:
-        if qual in seen:
-            return [OPAQUE]
+        if qual in seen or (name.startswith("__") and name.endswith("__")):
+            return [OPAQUE]  # dunders: every class has __module__, __qualname__, __dict__, ...
         seen = seen | {qual}
         entry = self.classes.get(qual)
         if entry is None:

@@ -22,14 +22,17 @@ are ``name:has_default:in_init:kw_only,...``.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from pathlib import PurePosixPath
 
-MODEL_FORMAT = 2
+MODEL_FORMAT = 3
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
 _DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass"}
 _NOTE_WIDTH = 200
+# "Deprecated property - use ...", ".. deprecated::", "This function is deprecated"; not "warns about deprecated x"
+_DEPRECATED_DOC = re.compile(r"^\W*deprecated\b|\b(is|are|been|now) deprecated\b", re.IGNORECASE)
 
 
 def module_name(path: str) -> tuple[str, bool]:
@@ -113,7 +116,7 @@ def _deprecation(node) -> str | None:
         if "deprecat" in name.lower():
             return _note(f"@{name}")
     doc = ast.get_docstring(node, clean=True)
-    if doc and "deprecat" in doc.strip().splitlines()[0].lower():
+    if doc and _DEPRECATED_DOC.search(doc.strip().splitlines()[0]):
         return _note(doc.strip().splitlines()[0])
     body = node.body[1:] if doc else node.body
     for stmt in body[:3]:

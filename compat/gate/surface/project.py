@@ -163,8 +163,8 @@ class _FileScanner:
             guards += ((g.SIGNATURE, node.lineno, None),)
         self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))
 
-    def push(self, kind, line, caught=None) -> None:
-        self.guards.append((kind, line, frozenset(caught) if caught is not None else None))
+    def push(self, kind, line, detail=None) -> None:
+        self.guards.append((kind, line, frozenset(detail) if detail is not None else None))
 
     # ---- statements ----------------------------------------------------------------------------------------
     def block(self, body: list) -> None:
@@ -172,15 +172,19 @@ class _FileScanner:
         for stmt in body:
             self.stmt(stmt)
             if isinstance(stmt, ast.If) and g.exits(stmt.body):
-                kind = self.test_kind(stmt.test)
-                if kind and kind not in (g.TYPE_CHECKING, g.DEAD):
-                    self.push(kind, stmt.lineno)  # ``if not has_x: return`` guards the rest of the block
+                guard = self.test_kind(stmt.test)
+                if guard and guard[0] not in (g.TYPE_CHECKING, g.DEAD):
+                    self.push(guard[0], stmt.lineno, guard[1])  # ``if not has_x: return`` guards the rest
                     pushed += 1
         del self.guards[len(self.guards) - pushed:]
 
-    def test_kind(self, test) -> str | None:
+    def test_kind(self, test) -> tuple | None:
         names = {n for scope in self.scopes for n, v in scope.items() if v}
-        return g.test_guard(test, self.flags, names)
+        guard = g.test_guard(test, self.flags, names)
+        if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
+            local = next(iter(guard[1]))
+            return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
+        return guard
 
     def stmt(self, s) -> None:
         if isinstance(s, ast.Import):
@@ -195,25 +199,32 @@ class _FileScanner:
                         self.record(s, (f"{s.module}.{a.name}",), "import")
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
             self.push(g.TRY, s.lineno, g.try_catches(s.handlers))
+            first = len(self.uses)
             self.block(s.body)
             self.guards.pop()
+            imported = {u.name for u in self.uses[first:] if u.how in ("module", "import")}
             for handler in s.handlers:
                 if handler.type is not None:
                     self.expr(handler.type)
+                fallback = imported and ({"*", "ImportError", "ModuleNotFoundError"} & g.handler_names(handler))
+                if fallback:  # runs only where one of the imports above fails on the candidate
+                    self.push(g.FALLBACK, s.lineno, imported)
                 self.block(handler.body)
+                if fallback:
+                    self.guards.pop()
             self.block(s.orelse)
             self.block(s.finalbody)
         elif isinstance(s, (ast.If, ast.While)):
             self.expr(s.test)
-            kind = self.test_kind(s.test)
-            if kind:
-                self.push(kind, s.lineno)
+            guard = self.test_kind(s.test)
+            if guard:
+                self.push(guard[0], s.lineno, guard[1])
             self.block(s.body)
-            if kind:
+            if guard:
                 self.guards.pop()
-            keep_else = kind and kind not in (g.TYPE_CHECKING, g.DEAD)  # the else of TYPE_CHECKING runs
+            keep_else = guard and guard[0] not in (g.TYPE_CHECKING, g.DEAD)  # the else of TYPE_CHECKING runs
             if keep_else:
-                self.push(kind, s.lineno)
+                self.push(guard[0], s.lineno, guard[1])
             self.block(s.orelse)
             if keep_else:
                 self.guards.pop()
@@ -294,19 +305,19 @@ class _FileScanner:
             pushed = 0
             for value in e.values:
                 self.expr(value)
-                kind = self.test_kind(value)
-                if kind:
-                    self.push(kind, e.lineno)
+                guard = self.test_kind(value)
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
                     pushed += 1
             del self.guards[len(self.guards) - pushed:]
         elif isinstance(e, ast.IfExp):
             self.expr(e.test)
-            kind = self.test_kind(e.test)
-            if kind:
-                self.push(kind, e.lineno)
+            guard = self.test_kind(e.test)
+            if guard:
+                self.push(guard[0], e.lineno, guard[1])
             self.expr(e.body)
             self.expr(e.orelse)
-            if kind:
+            if guard:
                 self.guards.pop()
         elif isinstance(e, ast.Lambda):
             for d in e.args.defaults:
@@ -327,7 +338,7 @@ class _FileScanner:
                 default = tail == "getattr" and (len(args) > 2 or any(k.arg == "default" for k in e.keywords))
                 probed = tuple(f"{p}.{args[1].value}" for p in owner)
                 if tail == "hasattr" or default:
-                    self.push(g.PROBE, e.lineno)
+                    self.push(g.PROBE, e.lineno, {args[1].value})
                 self.record(e, probed, "probe", via=tail + (" with default" if default else ""))
                 if tail == "hasattr" or default:
                     self.guards.pop()
@@ -393,12 +404,18 @@ def _python_files(root: Path):
 
 
 def own_packages(relpaths) -> tuple:
-    """``megatron.X`` packages the project provides itself (Megatron-Bridge's ``megatron.bridge``), except core."""
+    """``megatron.X`` packages the project provides itself (Megatron-Bridge's ``src/megatron/bridge``), except core.
+
+    A ``megatron`` directory counts only where it is a top-level package: its parent is not a package itself
+    (``swift/megatron/`` is ``swift.megatron``)."""
+    rel = set(relpaths)
     own = set()
-    for rel in relpaths:
-        parts = rel.split("/")
+    for path in rel:
+        parts = path.split("/")
         for i, part in enumerate(parts[:-2]):
-            if part == "megatron" and parts[i + 1] != "core":
+            parent_init = "/".join(parts[:i] + ["__init__.py"])
+            package_init = "/".join(parts[: i + 2] + ["__init__.py"])
+            if part == "megatron" and parts[i + 1] != "core" and parent_init not in rel and package_init in rel:
                 own.add(f"megatron.{parts[i + 1]}")
     return tuple(sorted(own))
 
