@@ -13,9 +13,14 @@ from .core import summary
 _MAX_ROWS = 200  # per section; the JSON output has every finding
 
 
+def cell_code(text) -> str:
+    """Inline code inside a table cell: a ``|`` would end the cell even inside backticks."""
+    return md_code(text).replace("|", "\\|")
+
+
 def _where(f) -> str:
     more = f" (+{len(f.also_at)} more)" if f.also_at else ""
-    return f"{md_code(f'{f.path}:{f.line}')}{more}"
+    return f"{cell_code(f'{f.path}:{f.line}')}{more}"
 
 
 def _table(findings, with_guard: bool = False) -> list[str]:
@@ -23,7 +28,7 @@ def _table(findings, with_guard: bool = False) -> list[str]:
     lines = [head, "|" + "---|" * (5 if with_guard else 4)]
     for f in findings[:_MAX_ROWS]:
         guard = f" {md_text(f.guard or '')} |" if with_guard else ""
-        lines.append(f"| {_where(f)} | {md_code(f.name)} | {f.kind} |{guard} {md_text(f.instead) or '—'} |")
+        lines.append(f"| {_where(f)} | {cell_code(f.name)} | {f.kind} |{guard} {md_text(f.instead) or '—'} |")
     if len(findings) > _MAX_ROWS:
         lines.append(f"\n_{len(findings) - _MAX_ROWS} more in `--json`_")
     return lines

@@ -13,6 +13,7 @@ from .cache import cached_wheels, model_for, release_models
 from .core import check_model, parse_window, summary
 from .lookup import Surface
 from .project import scan_project
+from .report import cell_code
 
 OK, BREAK, GUARDED, DEPRECATED, NOT_SHIPPED = "ok", "BREAKS", "guarded", "deprecated", "not shipped"
 
@@ -71,7 +72,7 @@ class WindowReport:
             lines += [head, "|" + "---|" * (3 + len(self.releases))]
             for r in rows:
                 cells = " | ".join(r["cells"][v] for v in self.releases)
-                lines.append(f"| {md_code(r['path'] + ':' + str(r['line']))} | {md_code(r['name'])} | {r['kind']} "
+                lines.append(f"| {cell_code(r['path'] + ':' + str(r['line']))} | {cell_code(r['name'])} | {r['kind']} "
                              f"| {cells} |")
         else:
             lines.append("_none_")
@@ -109,10 +110,10 @@ def window(project, text: str, *, history: bool = True) -> WindowReport:
     low, high = parse_window(text)
     versions, source, notes = releases_in(low, high)
     scan = scan_project(project)
-    for v in versions:
-        fetch_release(v)  # downloads what the cache lacks
+    cached = cached_wheels()
+    wheels = {v: cached.get(v) or fetch_release(v) for v in versions}  # downloads what the cache lacks
     known = release_models() if history else {}
-    models = {v: known.get(v) or model_for(fetch_release(v)) for v in versions}
+    models = {v: known.get(v) or model_for(wheels[v]) for v in versions}
     releases = {v: Surface(m) for v, m in known.items()}
     reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases) for v in versions}
     return WindowReport(str(project), (low, high), versions, reports, source, notes)
