@@ -15,12 +15,14 @@ MISSING_MEMBER = "missing member"
 UNEXPECTED_KEYWORD = "unexpected keyword"
 MISSING_REQUIRED = "missing required argument"
 TOO_MANY_POSITIONAL = "too many positional arguments"
+GIVEN_TWICE = "argument given twice"  # a positional argument now lands on a parameter also passed by keyword
 DEPRECATED = "deprecated"
 NOT_SHIPPED = "not shipped in the wheel"
-BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL)
+BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
+            GIVEN_TWICE)
 KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
-           UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call"}
+           UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Failure:
     subject: str = ""  # the name looked up (module/class/callable) for close matches
     wanted: str = ""  # the missing part or keyword
     detail: str = ""
+    line: int | None = None  # where the failing part is, when not the use's first line (a keyword)
 
 
 @dataclass
@@ -63,6 +66,13 @@ def _accepts(sig: dict, keyword: str) -> bool:
 
 def _positional_capacity(sig: dict) -> int | None:
     return None if sig["va"] else sum(1 for p in sig["p"] if p[1] in (0, 1))
+
+
+def _positional_index(sig: dict, keyword: str) -> int | None:
+    for index, (name, kind, _default) in enumerate(sig["p"]):
+        if name == keyword and kind == 1:
+            return index
+    return None
 
 
 def _missing_required(sig: dict, positional: int, keywords: tuple) -> list:
@@ -114,10 +124,17 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     if not sigs or any(s is None for s in sigs):
         return [], notes
     failures = []
+    lines = dict(zip(use.keywords, use.keyword_lines))
     for keyword in use.keywords:
         if not any(_accepts(s, keyword) for s in sigs):
-            failures.append(Failure(UNEXPECTED_KEYWORD, f"{name}({keyword}=)", name, keyword))
+            failures.append(Failure(UNEXPECTED_KEYWORD, f"{name}({keyword}=)", name, keyword, line=lines.get(keyword)))
     if use.positional is not None:
+        for keyword in use.keywords:
+            if all(_positional_index(s, keyword) is not None and _positional_index(s, keyword) < use.positional
+                   for s in sigs):
+                failures.append(Failure(GIVEN_TWICE, f"{name}({keyword}=)", name, keyword,
+                                        f"argument {_positional_index(sigs[0], keyword) + 1} is also {keyword}",
+                                        line=lines.get(keyword)))
         capacities = [_positional_capacity(s) for s in sigs]
         if all(c is not None and use.positional > c for c in capacities):
             failures.append(Failure(TOO_MANY_POSITIONAL, f"{name}(…)", name, "",
@@ -170,10 +187,11 @@ def check(scan, surface: Surface) -> list[Finding]:
                 if use.line != first.line and use.line not in first.also_at:
                     first.also_at.append(use.line)
                 continue
-            key = (use.path, use.line, failure.name, failure.kind)
+            line = failure.line or use.line
+            key = (use.path, line, failure.name, failure.kind)
             if key in findings or _under_reported(findings, use, failure):
                 continue
-            finding = Finding(use.path, use.line, failure.name, failure.kind, guard is not None, guard,
+            finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
                               failure.detail, use=use.how, _use=use, _failure=failure)
             findings[key] = finding
             if use.how in ("module", "import"):

@@ -85,7 +85,8 @@ def enrich(findings: list, surface: Surface, releases: dict, candidate_version: 
                 and not f.history.get("works_in")):
             f.kind = c.NOT_SHIPPED
             f.instead = f"no megatron-core wheel we know ships {f.name}"
-        f.instead = f.instead or describe(f)
+            continue
+        f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
 
 
 def describe(f) -> str:

@@ -24,7 +24,8 @@ DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
 
 _CATCH_ALL = {"Exception", "BaseException"}
-_FLAG = re.compile(r"^_*(HAVE|HAS|IS)_[A-Z0-9_]+$|_AVAILABLE$|^_*(have|has)_[a-z0-9_]+$")
+# Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
+_FLAG = re.compile(r"^_*(HAVE|HAS)_[A-Z0-9_]+$|_AVAILABLE$|_available$")
 # Which exception each failure raises at run time, and what catches it.
 RAISES = {
     "import": {"ImportError", "ModuleNotFoundError"},
@@ -63,9 +64,12 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
     return kind != FALLBACK  # fallbacks are decided against the candidate (check.py)
 
 
+_VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14
+
+
 def _is_version_name(text: str) -> bool:
     low = text.lower()
-    return "version" in low and "version_info" not in low
+    return ("version" in low and "version_info" not in low) or bool(_VERSION_FLAG.search(low))
 
 
 def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:

@@ -418,10 +418,9 @@ def build_model(source, *, sha256: str | None = None, version: str | None = None
     root = source.package_root(PACKAGE)
     if root is None:
         return model
-    files = source.python_files(PACKAGE)
-    if source.kind != "tree":  # compiled extensions ship in wheels only
-        files += [n[len(root):] for n in source.names()
-                  if n.startswith(root + PACKAGE + "/") and n.endswith(_EXTENSION_SUFFIXES)]
+    # names(), not python_files(): that one doubles the package prefix for source trees
+    files = sorted(n[len(root):] for n in source.names()
+                   if n.startswith(root + PACKAGE + "/") and n.endswith((".py",) + _EXTENSION_SUFFIXES))
     for rel in files:
         parts = PurePosixPath(rel).parts
         for depth in range(1, len(parts)):  # every directory on the way is importable (namespace packages)

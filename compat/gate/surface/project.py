@@ -38,6 +38,7 @@ class Use:
     guards: tuple = ()
     alternatives: tuple = ()  # other megatron names the same binding may denote (try/except imports)
     keywords: tuple = ()
+    keyword_lines: tuple = ()  # the line of each keyword (a call may span many lines)
     positional: int | None = None  # None: a *args splat, or not a call
     splat: bool = False  # a **kwargs splat
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
@@ -369,7 +370,9 @@ class _FileScanner:
 
     def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
         starred = any(isinstance(a, ast.Starred) for a in e.args)
-        self.record(e, target, "call", keywords=tuple(k.arg for k in e.keywords if k.arg),
+        named = [k for k in e.keywords if k.arg]
+        self.record(e, target, "call", keywords=tuple(k.arg for k in named),
+                    keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via)
 
