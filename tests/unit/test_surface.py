@@ -537,3 +537,51 @@ def test_markdown_escapes_project_text(tmp_path, releases):
     text = surface_gate(str(releases["0.2.0"]), project).to_markdown()
     row = next(line for line in text.splitlines() if "ModelType.gone" in line)
     assert "\\n## x.py" in row and "\n## x" not in text and "we\\|ird" in row
+
+
+def test_a_positional_argument_that_now_lands_on_a_keyword_parameter(tmp_path, releases):
+    files = {**NEW, "megatron/core/optim.py": """
+        def get_megatron_optimizer(config, model_chunks, config_overrides=None, use_gloo_process_groups=True):
+            pass
+        """}
+    wheel = make_wheel(tmp_path / "w", "0.3.0", files)
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core.optim import get_megatron_optimizer
+        get_megatron_optimizer(cfg, model, no_wd, scale_lr,
+                               use_gloo_process_groups=False)
+        get_megatron_optimizer(cfg, model, use_gloo_process_groups=False)
+        """})
+    (finding,) = surface_gate(str(wheel), project).findings
+    assert (finding.kind, finding.line) == (c.GIVEN_TWICE, 4)  # the keyword's own line
+    assert finding.name == "megatron.core.optim.get_megatron_optimizer(use_gloo_process_groups=)"
+
+
+def test_version_flags_by_name_and_data_flags_are_not_guards(tmp_path, releases):
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core.packed_seq_params import PackedSeqParams
+        from .compat import mcore_017, HAVE_TE
+        def f(batch):
+            has_packed = batch is not None
+            if mcore_017:
+                PackedSeqParams(total_tokens=1)
+            if HAVE_TE:
+                PackedSeqParams(total_tokens=2)
+            if has_packed:
+                PackedSeqParams(total_tokens=3)
+        """})
+    report = surface_gate(str(releases["0.1.0"]), project)
+    assert {(f.line, f.guarded) for f in report.findings} == {(7, True), (9, True), (11, False)}
+
+
+def test_a_source_tree_is_a_candidate(tmp_path, releases):
+    tree = tmp_path / "Megatron-LM"
+    make_project(tree, {**{k: v for k, v in NEW.items() if v is not None},
+                        "megatron/rl/__init__.py": "", "tests/test_x.py": "import megatron.core\n"})
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.rl import anything
+        from megatron.core.enums import ModelType
+        ModelType.encoder_and_decoder
+        """})
+    report = surface_gate(str(tree), project)
+    assert {(f.line, f.kind) for f in report.findings} == {(2, c.MISSING_NAME), (4, c.MISSING_MEMBER)}
+    assert len(list(surface_cache.cache_dir().glob("*.json"))) == len(releases)  # the history; a tree is not cached

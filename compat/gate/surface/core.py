@@ -75,13 +75,18 @@ def label(model: dict, source: str) -> str:
     return model.get("version") or f"{Path(source).name} (version unknown)"
 
 
-def enrich(findings: list, surface: Surface, releases: dict, candidate_version: str | None) -> None:
-    """Close names, the releases a use works in, and "not shipped" for packages no known wheel ever had."""
+def enrich(findings: list, surface: Surface, releases: dict, candidate_version: str | None,
+           wheel: bool = True) -> None:
+    """Close names, the releases a use works in, and "not shipped" for modules no known wheel ever had.
+
+    A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
+    module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
+    what it has, so nothing is promoted there."""
     for f in findings:
         f.close = c.suggest(f, surface)
         f.history = c.history(f, releases, candidate_version) if releases else {}
         top = ".".join(f.name.split(".")[:2])
-        if (f.kind in (c.MISSING_MODULE, c.MISSING_NAME) and top != "megatron.core" and releases
+        if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
                 and not f.history.get("works_in")):
             f.kind = c.NOT_SHIPPED
             f.instead = f"no megatron-core wheel we know ships {f.name}"
@@ -128,7 +133,7 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
                 baseline: Surface | None = None, against: str | None = None) -> SurfaceReport:
     surface = Surface(model)
     findings = c.check(scan, surface)
-    enrich(findings, surface, releases or {}, model.get("version"))
+    enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
     mark_against(findings, baseline)
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):

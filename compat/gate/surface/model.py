@@ -26,7 +26,7 @@ import re
 import warnings
 from pathlib import PurePosixPath
 
-MODEL_FORMAT = 3
+MODEL_FORMAT = 4
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
 _DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass"}
@@ -413,7 +413,7 @@ def index_module(model: dict, path: str, source: bytes) -> None:
 
 def build_model(source, *, sha256: str | None = None, version: str | None = None) -> dict:
     """The model of ``source`` (a ``compat.archive.Source``): every module under ``megatron/``."""
-    model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label,
+    model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label, "kind": source.kind,
              "modules": {}, "classes": {}, "unparsed": []}
     root = source.package_root(PACKAGE)
     if root is None:
