@@ -65,6 +65,7 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
 
 
 _VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14
+VERSIONISH = re.compile(r"version|(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d", re.IGNORECASE)  # worth a flag pass
 
 
 def _is_version_name(text: str) -> bool:

@@ -60,17 +60,27 @@ def _is_megatron(name: str | None) -> bool:
 
 
 class _FileScanner:
-    def __init__(self, path: str, tree: ast.Module, own: tuple):
+    def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True):
         self.path, self.own = path, own
-        self.flags = g.version_flags(tree)
+        self.flags = g.version_flags(tree) if versionish else set()
         self.scopes: list[dict] = []
+        self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
         self.guards: list[tuple] = []
         self.sig_probed: list[set] = [set()]
         self.bases: list[tuple | None] = []
         self.uses: list[Use] = []
         self.sets: set[str] = set()
-        self.scopes.append(self._bindings(tree.body, ()))
+        self.enter(self._bindings(tree.body, ()))
         self.block(tree.body)
+
+    def enter(self, scope: dict) -> None:
+        self.scopes.append(scope)
+        outer = self.bound[-1] if self.bound else set()
+        self.bound.append((outer - set(scope)) | {n for n, v in scope.items() if v})
+
+    def leave(self) -> None:
+        self.scopes.pop()
+        self.bound.pop()
 
     # ---- names ---------------------------------------------------------------------------------------------
     def lookup(self, name: str):
@@ -180,8 +190,7 @@ class _FileScanner:
         del self.guards[len(self.guards) - pushed:]
 
     def test_kind(self, test) -> tuple | None:
-        names = {n for scope in self.scopes for n, v in scope.items() if v}
-        guard = g.test_guard(test, self.flags, names)
+        guard = g.test_guard(test, self.flags, self.bound[-1])
         if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
             local = next(iter(guard[1]))
             return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
@@ -274,14 +283,14 @@ class _FileScanner:
         params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
         saved = self.guards
         self.guards = [x for x in saved if x[0] != g.TRY]  # the body runs later, outside any enclosing try
-        self.scopes.append(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
+        self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
         else:
             self.expr(body)
         self.sig_probed.pop()
-        self.scopes.pop()
+        self.leave()
         self.guards = saved
 
     # ---- expressions ---------------------------------------------------------------------------------------
@@ -382,7 +391,8 @@ def scan_source(text: bytes | str, path: str = "<string>", own: tuple = ()) -> t
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
-    scanner = _FileScanner(path, tree, own)
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    scanner = _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)))
     return scanner.uses, scanner.sets
 
 
