@@ -244,14 +244,20 @@ def markdown(result: dict) -> str:
              "| case | project | candidate | expected finding | before the fix | at the fix |", "|---|---|---|---|---|---|"]
     for r in result["recall"]:
         where = ", ".join(f"{b['path']}:{b['line']}" + (" (guarded)" if b["guarded"] else "") for b in r["before"])
-        after = ("gone" if not r.get("after") else "guarded: " + "; ".join(a["guard"] or "" for a in r["after"])) \
-            if "after" in r else "no fix commit in the snapshot"
+        after = "; ".join(f"{a['path']}:{a['line']} " + (f"guarded by {a['guard']}" if a["guarded"]
+                                                          else "STILL UNGUARDED (the fix missed it)")
+                          for a in r.get("after", [])) or "gone"
+        after = after if "after" in r else "no fix commit in the snapshot"
         lines.append(f"| {r['id']} | {r['repo']} `{r['before_commit'][:9]}` | {r['candidate']} | "
                      f"{r['expect']['kind']} `{r['expect']['name']}` | {'FOUND' if r['found'] else 'missed'}: "
                      f"{where or '—'} | {after} |")
     found = sum(r["found"] for r in result["recall"])
+    cleared = sum(bool(r.get("cleared_by_fix")) for r in result["recall"])
+    with_fix = sum("after" in r for r in result["recall"])
     lines += ["", f"Found {found} of {len(result['recall'])} call/import/attribute-shaped breaks at the commit before "
-              "the fix.", "", "Not seen by design (Megatron calls the project's code with a new keyword):", ""]
+              f"the fix. At the fix commit the finding is gone or guarded in {cleared} of {with_fix}; where it is "
+              "not, the gate points at a use the fix left behind.", "",
+              "Not seen by design (Megatron calls the project's code with a new keyword):", ""]
     lines += [f"- {m['id']}: {m['source']}" for m in result["misses"]]
     lines += ["", f"Recall over all {found + len(result['misses'])} listed breaks: {found}/"
               f"{len(result['recall']) + len(result['misses'])}.", "",

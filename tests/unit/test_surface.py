@@ -585,3 +585,13 @@ def test_a_source_tree_is_a_candidate(tmp_path, releases):
     report = surface_gate(str(tree), project)
     assert {(f.line, f.kind) for f in report.findings} == {(2, c.MISSING_NAME), (4, c.MISSING_MEMBER)}
     assert len(list(surface_cache.cache_dir().glob("*.json"))) == len(releases)  # the history; a tree is not cached
+
+
+def test_hostile_candidate_files_are_accepted_not_fatal(tmp_path, releases):
+    deep = "X = " + " + ".join(['"a"'] * 5000) + "\n"
+    files = {**BASE, "megatron/core/deep.py": deep, "megatron/core/broken.py": "def (:\n"}
+    model = surface_cache.model_for(make_wheel(tmp_path / "w", "0.1.3", files))
+    s = Surface(model)
+    assert "megatron/core/broken.py" in model["unparsed"]
+    assert s.resolve("megatron.core.broken.anything").ok  # unreadable: nothing reported as removed
+    assert s.resolve("megatron.core.enums.ModelType").ok

@@ -396,7 +396,12 @@ def index_module(model: dict, path: str, source: bytes) -> None:
         entry["ga"] = 1  # unreadable: accept anything rather than report false removals
         return
     scope = _Scope(model, module, is_package, module)
-    scope.visit_block(tree.body)
+    try:
+        scope.visit_block(tree.body)
+    except RecursionError:  # a pathologically nested file: accept its names rather than fail the gate
+        model["unparsed"].append(path)
+        entry["ga"] = 1
+        return
     entry["n"] = _compact(scope.names)
     if scope.star:
         entry["star"] = scope.star
