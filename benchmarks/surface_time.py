@@ -4,8 +4,8 @@ load the same wheel, unpacked, for comparison.
 
     python benchmarks/surface_time.py [--mirror /work/.mirror] [--runs 5] [--griffe-python PATH]
 
-The project is verl at b178a3cd5 (96 files that use megatron), exported from the fetched snapshot into a temporary
-directory. Writes ``benchmarks/results/surface_time.json``. Times are figures, not asserts; the load average is
+The project is mbridge at 10cb17f59 (142 Python files, 89 of them use megatron), exported from the fetched snapshot
+into a temporary directory; Megatron-Bridge at 067f987df (474 files use megatron) is timed once as a large case. Writes ``benchmarks/results/surface_time.json``. Times are figures, not asserts; the load average is
 recorded next to them (the machine may be shared).
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ from compat.archive import open_source  # noqa: E402
 from compat.gate.surface.core import candidate_path  # noqa: E402
 from compat.gate.surface.model import build_model  # noqa: E402
 
-PROJECT = ("volcengine/verl", "b178a3cd5")
+PROJECT = ("ISEEKYAN/mbridge", "10cb17f59")
+LARGE = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df")
 CANDIDATE = "0.19.2"
 WINDOW = "0.14.0..0.19.2"  # 13 non-yanked releases
 GRIFFE_PROBE = """
@@ -69,12 +70,15 @@ def main() -> int:
     wheel = candidate_path(CANDIDATE)
     result = {"date": time.strftime("%Y-%m-%d"), "loadavg_before": loadavg(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="surface-time-") as tmp:
-        project = Path(tmp) / "verl"
+        project, large = Path(tmp) / "mbridge", Path(tmp) / "megatron-bridge"
         result["project"] = {"repo": PROJECT[0], "commit": export(git_dir(args.mirror, PROJECT[0]), PROJECT[1],
                                                                    project)}
+        result["large_project"] = {"repo": LARGE[0], "commit": export(git_dir(args.mirror, LARGE[0]), LARGE[1],
+                                                                       large)}
         py = sys.executable
         result["one_candidate"] = timed([py, "-m", "compat", "gate", CANDIDATE, "--project", str(project)],
                                         args.runs)
+        result["large_one_candidate"] = timed([py, "-m", "compat", "gate", CANDIDATE, "--project", str(large)], 1)
         result["window"] = timed([py, "-m", "compat", "gate", "--project", str(project), "--window", WINDOW],
                                  max(1, args.runs // 2))
         started = time.perf_counter()
