@@ -251,16 +251,16 @@ def history(finding: Finding, releases: dict[str, Surface], candidate: str | Non
     if not present:
         return out
     try:
-        cand = _v.parse(candidate) if candidate else None
+        cand = str(_v.parse(candidate)) if candidate else None
     except VersionError:
         cand = None
     ordered = list(releases)
     if cand is not None:
-        newer_present = [v for v in present if _v.parse(v) > cand]
-        older_present = [v for v in present if _v.parse(v) <= cand]
-        if older_present and not any(_v.parse(v) == cand for v in present):
+        newer_present = [v for v in present if _v.is_newer(v, cand)]
+        older_present = [v for v in present if not _v.is_newer(v, cand)]
+        if older_present and not any(_v.at_least(v, cand) and _v.at_least(cand, v) for v in present):
             last = older_present[-1]
-            after = [v for v in ordered if _v.parse(v) > _v.parse(last) and v not in present]
+            after = [v for v in ordered if _v.is_newer(v, last) and v not in present]
             if after:
                 out["last_in" if finding.kind != DEPRECATED else "last_undeprecated_in"] = last
                 out["removed_in" if finding.kind != DEPRECATED else "deprecated_in"] = after[0]

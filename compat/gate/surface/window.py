@@ -100,7 +100,7 @@ def releases_in(low: str, high: str) -> tuple[list, str, list]:
     except CandidateError as exc:
         versions, source = list(cached_wheels()), "from the wheel cache (index unreachable)"
         notes.append(str(exc))
-    inside = [v for v in _v.sorted_versions(versions) if _v.parse(low) <= _v.parse(v) <= _v.parse(high)]
+    inside = [v for v in _v.sorted_versions(versions) if _v.at_least(v, low) and _v.at_least(high, v)]
     if not inside:
         raise GateUsageError(f"--window {low}..{high}: no release in that range ({source})")
     return inside, source, notes
