@@ -595,3 +595,29 @@ def test_hostile_candidate_files_are_accepted_not_fatal(tmp_path, releases):
     assert "megatron/core/broken.py" in model["unparsed"]
     assert s.resolve("megatron.core.broken.anything").ok  # unreadable: nothing reported as removed
     assert s.resolve("megatron.core.enums.ModelType").ok
+
+
+def test_the_other_branch_of_a_probe_runs_only_where_the_attribute_is_missing(tmp_path, releases):
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core import parallel_state as mpu
+        from megatron.core.enums import ModelType
+        def group():
+            if hasattr(mpu, "get_data_parallel_rank"):
+                return mpu.get_data_parallel_rank()
+            else:
+                return ModelType.encoder_and_decoder
+        def other():
+            if not hasattr(mpu, "get_data_parallel_rank"):
+                return ModelType.encoder_and_decoder
+            return getattr(mpu, "get_new", None) or ModelType.encoder_and_decoder
+        def missing_probe():
+            if hasattr(mpu, "get_new"):
+                return 1
+            return ModelType.encoder_and_decoder
+        """})
+    report = surface_gate(str(releases["0.2.0"]), project)
+    by_line = {f.line: f for f in report.findings if "encoder_and_decoder" in f.name}
+    assert by_line[8].guarded and "not taken" in by_line[8].guard
+    assert by_line[11].guarded and "not taken" in by_line[11].guard
+    assert not by_line[12].guarded  # get_new is missing: the `or` branch runs
+    assert not by_line[16].guarded  # get_new is missing: the code after the early return runs

@@ -155,9 +155,10 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
     names = {wanted} | set(failing.split("(")[0].split("."))
     for guard in use.guards:
         gkind, line, detail = guard
-        if gkind == g.FALLBACK:
+        if gkind in (g.FALLBACK, g.PROBE_ELSE):
             if all(_resolves(surface, name) for name in detail):
-                return f"{gkind} that is not taken: the imports at line {line} resolve"
+                what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
+                return f"{gkind} that is not taken: {what} at line {line} resolve"
             continue
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"

@@ -4,7 +4,8 @@
 A guard is a tuple ``(kind, line, detail)``. For a ``try``, ``detail`` is the set of exception names it handles
 ("*" for bare ``except``, ``Exception`` or ``BaseException``); for a probe or a signature check, the attribute or
 keyword names it asks about (it protects only failures of those names; None: any); for a fallback (the handler of
-``except ImportError``), the names the ``try`` imported: the handler runs only where one of them is missing.
+``except ImportError``, or the other branch of a ``hasattr`` probe), the names the ``try`` imported or the probe
+asked about: the fallback runs only where one of them is missing.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ AVAILABILITY = "availability check"
 TYPE_CHECKING = "TYPE_CHECKING"
 DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
+PROBE_ELSE = "fallback of a hasattr/getattr probe"
 
 _CATCH_ALL = {"Exception", "BaseException"}
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
@@ -61,7 +63,7 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
         return bool(detail & names)
     if kind == AVAILABILITY:
         return raised in ("import", "attribute") and bool(detail & names)
-    return kind != FALLBACK  # fallbacks are decided against the candidate (check.py)
+    return kind not in (FALLBACK, PROBE_ELSE)  # fallbacks are decided against the candidate (check.py)
 
 
 _VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14

@@ -183,11 +183,37 @@ class _FileScanner:
         for stmt in body:
             self.stmt(stmt)
             if isinstance(stmt, ast.If) and g.exits(stmt.body):
-                guard = self.test_kind(stmt.test)
-                if guard and guard[0] not in (g.TYPE_CHECKING, g.DEAD):
-                    self.push(guard[0], stmt.lineno, guard[1])  # ``if not has_x: return`` guards the rest
+                _then, rest = self.branch_guards(stmt.test)  # ``if not has_x: return`` guards the rest
+                if rest and rest[0] not in (g.TYPE_CHECKING, g.DEAD):
+                    self.push(rest[0], stmt.lineno, rest[1])
                     pushed += 1
         del self.guards[len(self.guards) - pushed:]
+
+    def branch_guards(self, test) -> tuple:
+        """(guard of the body, guard of the else branch) of ``if test:``; either may be None.
+
+        A ``hasattr``/``getattr`` probe on a megatron object protects the branch that runs when the attribute is
+        there for that name, and makes the other branch a fallback that runs only where it is missing."""
+        guard = self.test_kind(test)
+        if not guard:
+            return None, None
+        if guard[0] in (g.TYPE_CHECKING, g.DEAD):
+            return guard, None  # the else of TYPE_CHECKING runs
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        probed = self.probed_paths(test.operand if negated else test) if guard[0] == g.PROBE else ()
+        if not probed:
+            return guard, guard
+        fallback = (g.PROBE_ELSE, probed)
+        return (fallback, guard) if negated else (guard, fallback)
+
+    def probed_paths(self, test) -> tuple:
+        """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test: the megatron names it asks about."""
+        if not (isinstance(test, ast.Call) and (dotted(test.func) or "").split(".")[-1] in ("hasattr", "getattr")
+                and len(test.args) >= 2 and isinstance(test.args[1], ast.Constant)
+                and isinstance(test.args[1].value, str)):
+            return ()
+        owner = self.paths(test.args[0])
+        return tuple(f"{p}.{test.args[1].value}" for p in owner or ())
 
     def test_kind(self, test) -> tuple | None:
         guard = g.test_guard(test, self.flags, self.bound[-1])
@@ -226,18 +252,13 @@ class _FileScanner:
             self.block(s.finalbody)
         elif isinstance(s, (ast.If, ast.While)):
             self.expr(s.test)
-            guard = self.test_kind(s.test)
-            if guard:
-                self.push(guard[0], s.lineno, guard[1])
-            self.block(s.body)
-            if guard:
-                self.guards.pop()
-            keep_else = guard and guard[0] not in (g.TYPE_CHECKING, g.DEAD)  # the else of TYPE_CHECKING runs
-            if keep_else:
-                self.push(guard[0], s.lineno, guard[1])
-            self.block(s.orelse)
-            if keep_else:
-                self.guards.pop()
+            then, other = self.branch_guards(s.test)
+            for guard, body in ((then, s.body), (other, s.orelse)):
+                if guard:
+                    self.push(guard[0], s.lineno, guard[1])
+                self.block(body)
+                if guard:
+                    self.guards.pop()
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             pushed = 0
             for item in s.items:
@@ -315,20 +336,21 @@ class _FileScanner:
             pushed = 0
             for value in e.values:
                 self.expr(value)
-                guard = self.test_kind(value)
+                then, other = self.branch_guards(value)
+                guard = other if isinstance(e.op, ast.Or) else then  # ``a or b``: b runs where a is false
                 if guard:
                     self.push(guard[0], e.lineno, guard[1])
                     pushed += 1
             del self.guards[len(self.guards) - pushed:]
         elif isinstance(e, ast.IfExp):
             self.expr(e.test)
-            guard = self.test_kind(e.test)
-            if guard:
-                self.push(guard[0], e.lineno, guard[1])
-            self.expr(e.body)
-            self.expr(e.orelse)
-            if guard:
-                self.guards.pop()
+            then, other = self.branch_guards(e.test)
+            for guard, part in ((then, e.body), (other, e.orelse)):
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
+                self.expr(part)
+                if guard:
+                    self.guards.pop()
         elif isinstance(e, ast.Lambda):
             for d in e.args.defaults:
                 self.expr(d)
