@@ -13,12 +13,14 @@ Only prerequisite: ``python3 -m pip install nox``. Nox reads the script block ab
     nox -t newest / -t oldest   the newest / oldest pin
     nox -s gpu-0.16.1           pytest tests -m gpu (skipped without CUDA)
     nox -s gate                 python -m compat gate latest
+    nox -s gate -- latest --project .   surface gate: what the newest release breaks in this code
     nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
 
 Environment knobs: MCORE_COMPAT_WORKERS (pytest-xdist -n, default "auto"; "0" turns xdist off),
 MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; default on a CUDA host:
 the pin's version without +cpu, i.e. PyPI's CUDA build, checked after install),
-MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise).
+MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise),
+MCORE_COMPAT_GATE_PROJECT=PATH (the gate session first runs the surface gate on PATH, e.g. ".").
 
 Every session is a default session so that `nox -l --json` lists them all (nox lists only selected
 sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
@@ -270,12 +272,18 @@ for _pin in PINS:
 
 @nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["gate"])
 def gate(session: nox.Session) -> None:
-    """Upgrade gate: python -m compat gate latest (arguments after -- replace `latest`)."""
+    """Upgrade gate: python -m compat gate latest (arguments after -- replace `latest`).
+
+    MCORE_COMPAT_GATE_PROJECT=PATH (e.g. `.` in a repository that vendors compat/) first runs the surface gate,
+    `gate latest --project PATH`: what the newest release breaks in that code, file and line."""
     _require_uv()
     uv_install(session, "pyyaml>=6")
     uv_install(session, "--reinstall-package", "mcore-compat", ".")
-    session.run("python", "-m", "compat", "gate", *(session.posargs or ["latest"]),
-                env={"PYTHONDONTWRITEBYTECODE": None})
+    env = {"PYTHONDONTWRITEBYTECODE": None}
+    project = os.environ.get("MCORE_COMPAT_GATE_PROJECT", "").strip()
+    if project and not session.posargs:
+        session.run("python", "-m", "compat", "gate", "latest", "--project", project, env=env)
+    session.run("python", "-m", "compat", "gate", *(session.posargs or ["latest"]), env=env)
 
 
 if __name__ == "__main__":  # `python noxfile.py` also works

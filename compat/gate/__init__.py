@@ -4,8 +4,13 @@
 Megatron-LM checkout. The candidate is read with ``ast`` (never imported), archives in memory. Exit 0: compatible
 (informational changes only); 1: needs review or breaking; 2: usage; 3: the candidate could not be read.
 
+With ``--project PATH`` it is the surface gate instead: every use of megatron in PATH's code checked against the
+candidate, file and line (``--against V``: set apart what already fails on V; ``--window LOW..HIGH``: every release
+in the range, one table). See ``surface``.
+
 Modules: ``candidate`` (find and read a candidate), ``diff`` (classify config changes), ``core`` (the report),
-``report`` (markdown), ``accept`` (write the registry and matrix.yaml), ``cli`` (the command).
+``report`` (markdown), ``accept`` (write the registry and matrix.yaml), ``cli`` (the command), ``surface`` (the
+surface gate).
 """
 from ..errors import CandidateError  # noqa: F401  (re-exported for callers of the gate)
 from .candidate import FALLBACK_PYTHONS, GateUsageError, fetch_release, locate, read_candidate  # noqa: F401

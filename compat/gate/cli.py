@@ -11,6 +11,13 @@ from . import __doc__ as GATE_DOC
 
 
 def cmd_gate(args) -> int:
+    if getattr(args, "project", None) or getattr(args, "window", None):
+        from .surface.cli import run_surface
+
+        return run_surface(args)
+    if args.candidate is None:
+        print("usage error: CANDIDATE is required (or --project PATH --window LOW..HIGH)", file=sys.stderr)
+        return 2
     try:
         reg = load_registry(args.registry)
         against = resolve_against(reg, args.against)
@@ -27,11 +34,17 @@ def cmd_gate(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
                        description=GATE_DOC)
-    p.add_argument("candidate", help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout")
+    p.add_argument("candidate", nargs="?",
+                   help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout")
     p.add_argument("--against", metavar="VERSION", help="registry release to compare with (default: the newest)")
     p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
     p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
     p.add_argument("--accept", action="store_true",
                    help="after review: write the candidate into the registry and pin it in matrix.yaml (exit 0)")
     p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--project", metavar="PATH",
+                   help="surface gate: what CANDIDATE breaks in this project's own code, file and line "
+                        "(--against V: the release it runs on now)")
+    p.add_argument("--window", metavar="LOW..HIGH",
+                   help="with --project: check every release in the range, one table (use x release)")
     p.set_defaults(func=cmd_gate)

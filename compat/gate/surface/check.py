@@ -1,0 +1,289 @@
+"""Resolve a project's uses of megatron against a candidate model and turn the failures into findings."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+
+from ... import version as _v
+from ...errors import VersionError
+from . import guards as g
+from .lookup import Surface
+
+MISSING_MODULE = "missing module"
+MISSING_NAME = "missing name"
+MISSING_MEMBER = "missing member"
+UNEXPECTED_KEYWORD = "unexpected keyword"
+MISSING_REQUIRED = "missing required argument"
+TOO_MANY_POSITIONAL = "too many positional arguments"
+GIVEN_TWICE = "argument given twice"  # a positional argument now lands on a parameter also passed by keyword
+DEPRECATED = "deprecated"
+NOT_SHIPPED = "not shipped in the wheel"
+BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
+            GIVEN_TWICE)
+KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
+_RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
+           UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
+
+
+@dataclass
+class Failure:
+    kind: str
+    name: str  # the dotted name that fails (for keywords: ``callable(keyword=)``)
+    subject: str = ""  # the name looked up (module/class/callable) for close matches
+    wanted: str = ""  # the missing part or keyword
+    detail: str = ""
+    line: int | None = None  # where the failing part is, when not the use's first line (a keyword)
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    name: str
+    kind: str
+    guarded: bool
+    guard: str | None = None
+    instead: str = ""
+    close: list = field(default_factory=list)
+    history: dict = field(default_factory=dict)
+    use: str = ""  # how the project touches it: module, import, attribute, call, probe
+    also_at: list = field(default_factory=list)  # further lines in the same file failing the same way
+    on_against: bool | None = None  # fails the same way on the --against release (None: no --against)
+    _use: object = field(default=None, repr=False, compare=False)  # the project Use (for history)
+    _failure: Failure | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def breaks(self) -> bool:
+        return self.kind in BREAKING and not self.guarded
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
+
+
+def _accepts(sig: dict, keyword: str) -> bool:
+    return bool(sig["kw"]) or any(p[0] == keyword and p[1] in (1, 2) for p in sig["p"])
+
+
+def _positional_capacity(sig: dict) -> int | None:
+    return None if sig["va"] else sum(1 for p in sig["p"] if p[1] in (0, 1))
+
+
+def _positional_index(sig: dict, keyword: str) -> int | None:
+    for index, (name, kind, _default) in enumerate(sig["p"]):
+        if name == keyword and kind == 1:
+            return index
+    return None
+
+
+def _missing_required(sig: dict, positional: int, keywords: tuple) -> list:
+    missing = []
+    for index, (name, kind, has_default) in enumerate(p for p in sig["p"]):
+        if has_default:
+            continue
+        if kind in (0, 1) and index < positional:
+            continue
+        if kind != 0 and name in keywords:
+            continue
+        missing.append(name)
+    return missing
+
+
+def evaluate(use, surface: Surface) -> tuple[list, list]:
+    """(failures, deprecation notes) of one use against one candidate; no failures means it resolves."""
+    best = None
+    for name in (use.name,) + tuple(use.alternatives):
+        failures, notes = _evaluate_name(use, name, surface)
+        if not failures:
+            return [], notes
+        best = best or (failures, notes)
+    return best
+
+
+def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return [Failure(NOT_SHIPPED, f"megatron.{parts[1]}")], []
+    res = surface.resolve(name)
+    notes = list(res.notes)
+    if use.how == "module":
+        note = surface.module_deprecation(name)
+        if note:
+            notes.append(note)
+    if not res.ok:
+        failing = f"{res.resolved}.{res.missing}" if res.resolved else res.missing
+        if res.container is not None and res.container.kind == "class":
+            kind = MISSING_MEMBER
+        elif use.how == "module" or (use.how == "import" and failing != name):
+            kind = MISSING_MODULE
+        else:
+            kind = MISSING_NAME
+        return [Failure(kind, failing, res.resolved, res.missing)], notes
+    if use.how != "call":
+        return [], notes
+    sigs = [surface.call_signature(t) for t in res.targets]
+    if not sigs or any(s is None for s in sigs):
+        return [], notes
+    failures = []
+    lines = dict(zip(use.keywords, use.keyword_lines))
+    for keyword in use.keywords:
+        if not any(_accepts(s, keyword) for s in sigs):
+            failures.append(Failure(UNEXPECTED_KEYWORD, f"{name}({keyword}=)", name, keyword, line=lines.get(keyword)))
+    if use.positional is not None:
+        for keyword in use.keywords:
+            if all(_positional_index(s, keyword) is not None and _positional_index(s, keyword) < use.positional
+                   for s in sigs):
+                failures.append(Failure(GIVEN_TWICE, f"{name}({keyword}=)", name, keyword,
+                                        f"argument {_positional_index(sigs[0], keyword) + 1} is also {keyword}",
+                                        line=lines.get(keyword)))
+        capacities = [_positional_capacity(s) for s in sigs]
+        if all(c is not None and use.positional > c for c in capacities):
+            failures.append(Failure(TOO_MANY_POSITIONAL, f"{name}(…)", name, "",
+                                    f"{use.positional} given, at most {max(capacities)} accepted"))
+        if not use.splat:
+            missing = [_missing_required(s, use.positional, use.keywords) for s in sigs]
+            if all(missing):
+                for param in missing[0]:
+                    failures.append(Failure(MISSING_REQUIRED, f"{name}({param}=)", name, param))
+    return failures, notes
+
+
+def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> str | None:
+    """Why the failure is protected (``try/except ImportError (line 12)``), or None when it would raise."""
+    raised = _RAISES.get(kind)
+    if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
+        raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
+    names = {wanted} | set(failing.split("(")[0].split("."))
+    for guard in use.guards:
+        gkind, line, detail = guard
+        if gkind in (g.FALLBACK, g.PROBE_ELSE):
+            if all(_resolves(surface, name) for name in detail):
+                what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
+                return f"{gkind} that is not taken: {what} at line {line} resolve"
+            continue
+        if g.catches(guard, raised, names):
+            what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
+            return f"{what} (line {line})"
+    return None
+
+
+def _resolves(surface: Surface, name: str) -> bool:
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return False
+    return surface.resolve(name).ok
+
+
+def check(scan, surface: Surface) -> list[Finding]:
+    """Every use that fails or is deprecated on ``surface``, de-duplicated, in file and line order."""
+    findings: dict[tuple, Finding] = {}
+    import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
+    for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
+        if use.name in scan.sets:
+            continue  # the project assigns this name itself
+        failures, notes = evaluate(use, surface)
+        for failure in failures:
+            guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
+            first = import_failures.get((use.path, failure.name))
+            if first is not None and use.how not in ("module", "import"):
+                if use.line != first.line and use.line not in first.also_at:
+                    first.also_at.append(use.line)
+                continue
+            line = failure.line or use.line
+            key = (use.path, line, failure.name, failure.kind)
+            if key in findings or _under_reported(findings, use, failure):
+                continue
+            finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
+                              failure.detail, use=use.how, _use=use, _failure=failure)
+            findings[key] = finding
+            if use.how in ("module", "import"):
+                import_failures[(use.path, failure.name)] = finding
+        if not failures:
+            for note in notes:
+                key = (use.path, use.line, use.name, DEPRECATED)
+                if key not in findings:
+                    guard = _guard_of(use, DEPRECATED, use.name, "", surface)
+                    findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
+                                            note, use=use.how, _use=use)
+    return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
+
+
+def _under_reported(findings: dict, use, failure) -> bool:
+    """A failure below a name already failing on the same line (``a.b`` missing: do not also report ``a.b.c``)."""
+    for (path, line, name, _kind) in findings:
+        if path == use.path and line == use.line and failure.name.startswith(name + "."):
+            return True
+    return False
+
+
+def suggest(finding: Finding, surface: Surface) -> list[str]:
+    """Close names (difflib) in the module or class where the name was looked for, or close keywords."""
+    failure = finding._failure
+    if failure is None or not failure.wanted or not failure.subject:
+        return []
+    wanted, subject = failure.wanted, failure.subject
+    res = surface.resolve(subject)
+    if not res.ok:
+        return []
+    pool: set[str] = set()
+    if finding.kind in (UNEXPECTED_KEYWORD, MISSING_REQUIRED):
+        for t in res.targets:
+            sig = surface.call_signature(t)
+            pool |= {p[0] for p in (sig or {"p": []})["p"]}
+    else:
+        for t in res.targets:
+            pool |= set(surface.names_in(t))
+    return difflib.get_close_matches(wanted, sorted(pool), n=3, cutoff=0.6)
+
+
+def history(finding: Finding, releases: dict[str, Surface], candidate: str | None) -> dict:
+    """Which known releases the same use works on, and where it was added or removed relative to the candidate."""
+    use = finding._use
+    if use is None or not releases:
+        return {}
+    present = []
+    for version, surface in releases.items():
+        failures, notes = evaluate(use, surface)
+        if finding.kind == DEPRECATED:
+            if not failures and not notes:
+                present.append(version)
+        elif not any(_blocks(f.name, finding.name) for f in failures):
+            present.append(version)
+    out: dict = {"works_in": _ranges(present, list(releases))}
+    if not present:
+        return out
+    try:
+        cand = str(_v.parse(candidate)) if candidate else None
+    except VersionError:
+        cand = None
+    ordered = list(releases)
+    if cand is not None:
+        newer_present = [v for v in present if _v.is_newer(v, cand)]
+        older_present = [v for v in present if not _v.is_newer(v, cand)]
+        if older_present and not any(_v.at_least(v, cand) and _v.at_least(cand, v) for v in present):
+            last = older_present[-1]
+            after = [v for v in ordered if _v.is_newer(v, last) and v not in present]
+            if after:
+                out["last_in" if finding.kind != DEPRECATED else "last_undeprecated_in"] = last
+                out["removed_in" if finding.kind != DEPRECATED else "deprecated_in"] = after[0]
+        elif newer_present and not older_present:
+            out["added_in"] = newer_present[0]
+    return out
+
+
+def _blocks(failing: str, name: str) -> bool:
+    """A failure of ``failing`` also takes ``name`` down (the same name, or the module/callable it hangs off)."""
+    return name == failing or name.startswith((failing + ".", failing + "("))
+
+
+def _ranges(present: list, ordered: list) -> list[str]:
+    """Contiguous runs of ``present`` in ``ordered``: ["0.7.0..0.16.1", "0.19.2"]."""
+    runs, run = [], []
+    for v in ordered:
+        if v in present:
+            run.append(v)
+        elif run:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs]

@@ -1,0 +1,34 @@
+"""``python -m compat gate CANDIDATE --project PATH`` and ``--window LOW..HIGH``: exit 0 nothing unguarded breaks,
+1 something does, 2 usage, 3 unreadable (candidate, project)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from ..candidate import GateUsageError
+
+
+def run_surface(args) -> int:
+    from .core import surface_gate
+    from .window import window
+
+    try:
+        if not args.project:
+            raise GateUsageError("--window needs --project PATH (the code to check)")
+        if args.accept:
+            raise GateUsageError("--accept belongs to the config gate; run it without --project")
+        if args.window:
+            if args.candidate is not None or args.against is not None:
+                raise GateUsageError("--window takes no CANDIDATE and no --against: it checks every release "
+                                     "in the range")
+            report = window(args.project, args.window)
+        else:
+            if args.candidate is None:
+                raise GateUsageError("CANDIDATE is required (megatron-core==VERSION, VERSION, latest, a wheel, "
+                                     "an sdist or a checkout), or --window LOW..HIGH")
+            report = surface_gate(args.candidate, args.project, args.against)
+    except GateUsageError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.to_markdown())
+    return report.exit_code

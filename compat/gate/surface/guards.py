@@ -1,0 +1,160 @@
+"""Which code paths a project protects: ``try/except``, version checks, ``hasattr``/``getattr`` probes,
+``inspect.signature`` filtering, feature flags, ``TYPE_CHECKING`` and dead branches.
+
+A guard is a tuple ``(kind, line, detail)``. For a ``try``, ``detail`` is the set of exception names it handles
+("*" for bare ``except``, ``Exception`` or ``BaseException``); for a probe or a signature check, the attribute or
+keyword names it asks about (it protects only failures of those names; None: any); for a fallback (the handler of
+``except ImportError``, or the other branch of a ``hasattr`` probe), the names the ``try`` imported or the probe
+asked about: the fallback runs only where one of them is missing.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from .model import dotted
+
+TRY = "try/except"
+VERSION = "version check"
+PROBE = "hasattr/getattr probe"
+SIGNATURE = "inspect.signature check"
+FLAG = "feature flag"
+AVAILABILITY = "availability check"
+TYPE_CHECKING = "TYPE_CHECKING"
+DEAD = "dead code"
+FALLBACK = "fallback of a try/except ImportError"
+PROBE_ELSE = "fallback of a hasattr/getattr probe"
+
+_CATCH_ALL = {"Exception", "BaseException"}
+# Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
+_FLAG = re.compile(r"^_*(HAVE|HAS)_[A-Z0-9_]+$|_AVAILABLE$|_available$")
+# Which exception each failure raises at run time, and what catches it.
+RAISES = {
+    "import": {"ImportError", "ModuleNotFoundError"},
+    "attribute": {"AttributeError"},
+    "call": {"TypeError"},
+}
+
+
+def handler_names(handler: ast.ExceptHandler) -> set[str]:
+    if handler.type is None:
+        return {"*"}
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {(dotted(t) or "?").split(".")[-1] for t in types}
+    return {"*"} if names & _CATCH_ALL else names
+
+
+def try_catches(handlers) -> set[str]:
+    """The exceptions a try statement swallows; a handler whose last statement re-raises protects nothing."""
+    caught: set[str] = set()
+    for handler in handlers:
+        if handler.body and isinstance(handler.body[-1], ast.Raise):
+            continue
+        caught |= handler_names(handler)
+    return caught
+
+
+def catches(guard: tuple, raised: str | None, names: set) -> bool:
+    """Does ``guard`` protect a failure that raises ``raised`` (import/attribute/call) about ``names``?"""
+    kind, _line, detail = guard
+    if kind == TRY:
+        return raised is None or "*" in detail or bool(detail & RAISES.get(raised, set()))
+    if kind in (PROBE, SIGNATURE) and detail:
+        return bool(detail & names)
+    if kind == AVAILABILITY:
+        return raised in ("import", "attribute") and bool(detail & names)
+    return kind not in (FALLBACK, PROBE_ELSE)  # fallbacks are decided against the candidate (check.py)
+
+
+_VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14
+VERSIONISH = re.compile(r"version|(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d", re.IGNORECASE)  # worth a flag pass
+
+
+def _is_version_name(text: str) -> bool:
+    low = text.lower()
+    return ("version" in low and "version_info" not in low) or bool(_VERSION_FLAG.search(low))
+
+
+def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
+    """``(kind, detail)`` when an ``if``/``while``/ternary/boolean test is a guard, else None."""
+    if isinstance(test, ast.Constant) and not test.value:
+        return DEAD, None
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func) or ""
+            tail = name.split(".")[-1]
+            if tail in ("hasattr", "getattr"):
+                attr = node.args[1] if len(node.args) > 1 else None
+                known = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+                return PROBE, frozenset({attr.value}) if known else None
+            if tail == "signature":
+                return SIGNATURE, _compared_strings(test)
+            if _is_version_name(name):
+                return VERSION, None
+        elif isinstance(node, ast.Attribute) and node.attr == "parameters":
+            return SIGNATURE, _compared_strings(test)
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            name = dotted(node) or ""
+            tail = name.split(".")[-1]
+            if tail == "TYPE_CHECKING":
+                return TYPE_CHECKING, None
+            if name in version_flags or _is_version_name(name):
+                return VERSION, None
+            if _FLAG.search(tail):
+                return FLAG, None
+        elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in megatron_names:
+            if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+                return AVAILABILITY, frozenset({node.left.id})  # ``if Foo is not None`` after ``Foo = None``
+    return None
+
+
+def _compared_strings(test) -> frozenset | None:
+    """``"vp_stage" in inspect.signature(f).parameters``: the keyword names a signature check asks about."""
+    found = {n.value for n in ast.walk(test) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return frozenset(found) or None
+
+
+def exits(body: list) -> bool:
+    """A block that always leaves: its last statement returns, raises, continues or breaks."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def suppress_catches(item: ast.withitem) -> set[str] | None:
+    """``with contextlib.suppress(ImportError, ...)``: the exceptions it swallows."""
+    call = item.context_expr
+    if isinstance(call, ast.Call) and (dotted(call.func) or "").split(".")[-1] == "suppress":
+        names = {(dotted(a) or "?").split(".")[-1] for a in call.args}
+        return {"*"} if names & _CATCH_ALL else names
+    return None
+
+
+def _all_statements(body: list):
+    """Every statement, nested defs and classes included (expressions are not walked: this runs per file)."""
+    for stmt in body:
+        yield stmt
+        for attr in ("body", "orelse", "finalbody"):
+            yield from _all_statements(getattr(stmt, attr, None) or [])
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from _all_statements(handler.body)
+        for case in getattr(stmt, "cases", None) or []:
+            yield from _all_statements(case.body)
+
+
+def version_flags(tree: ast.Module) -> set[str]:
+    """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``)."""
+    flags = set()
+    for node in _all_statements(tree.body):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
+                (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    flags.add(target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_version_check(node):
+            flags.add(node.name)
+    return flags
+
+
+def _returns_version_check(node) -> bool:
+    """A small helper whose top-level returns are version comparisons (``def mcore_ge_014(): return ...``)."""
+    returns = [n for n in node.body if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and all((test_guard(r.value, set(), set()) or (None,))[0] == VERSION for r in returns)

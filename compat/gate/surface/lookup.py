@@ -1,0 +1,339 @@
+"""Resolve dotted megatron names and call signatures against a candidate model (see ``model.py``).
+
+Every lookup returns *alternatives*: a name bound in several branches of the candidate (``try/except``,
+``if HAVE_TE:``) may be any of them, so a name is missing only when it is missing in all of them, and a keyword is
+unexpected only when no alternative accepts it.
+"""
+from __future__ import annotations
+
+import builtins
+import enum
+import functools
+from dataclasses import dataclass, field
+
+from .model import bindings, parse_fields, parse_signature
+
+# Bases whose attribute sets are known without reading them (stdlib); any other outside base leaves a class open.
+_CLOSED_BASES = {"object": object, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Flag": enum.Flag,
+                 "IntFlag": enum.IntFlag, "StrEnum": getattr(enum, "StrEnum", enum.Enum), "str": str, "int": int,
+                 "ABC": object, "abc.ABC": object}
+_MODULE_DUNDERS = {"__name__", "__file__", "__path__", "__spec__", "__loader__", "__package__", "__doc__",
+                   "__dict__", "__builtins__", "__cached__"}
+_ENUM_BASES = {"Enum", "IntEnum", "Flag", "IntFlag", "StrEnum"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a name denotes: a module, a class, a function (with its signature), or something opaque."""
+    kind: str  # module | class | function | opaque
+    name: str = ""
+    sig: str | None = None  # compact signature text (model.parse_signature)
+    how: str = ""  # for functions: f plain, m method, s static, c classmethod, p property
+
+
+OPAQUE = Target("opaque")
+
+
+@dataclass
+class Resolution:
+    targets: list  # alternatives; empty when missing
+    missing: str | None = None  # the segment that was not found
+    container: Target | None = None  # where it was looked for
+    resolved: str = ""  # the prefix that did resolve
+    notes: list = field(default_factory=list)  # deprecations met on the way
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.targets)
+
+
+class Surface:
+    def __init__(self, model: dict):
+        self.model = model
+        self.modules: dict = model["modules"]
+        self.classes: dict = model["classes"]
+        self.version = model.get("version")
+        self.label = model.get("label", "")
+
+    # ---- names ---------------------------------------------------------------------------------------------
+    def resolve(self, name: str) -> Resolution:
+        parts = name.split(".")
+        if parts[0] != "megatron":
+            return Resolution([OPAQUE])
+        if "megatron" not in self.modules:
+            return Resolution([], parts[0], None, "")
+        current, notes = [Target("module", "megatron")], []
+        for i, part in enumerate(parts[1:], start=1):
+            found = []
+            for target in current:
+                for hit in self.member(target, part):
+                    if hit not in found:
+                        found.append(hit)
+                note = self.deprecation(target, part)
+                if note and note not in notes:
+                    notes.append(note)
+            if not found:
+                return Resolution([], part, current[0], ".".join(parts[:i]), notes)
+            if any(t.kind == "opaque" for t in found):
+                return Resolution([OPAQUE], notes=notes)
+            current = found
+        return Resolution(current, notes=notes)
+
+    def member(self, target: Target, name: str) -> list:
+        if target.kind == "module":
+            return self.module_member(target.name, name, set())
+        if target.kind == "class":
+            return self.class_member(target.name, name, set())
+        return [OPAQUE]
+
+    def module_member(self, module: str, name: str, seen: set) -> list:
+        if (module, name) in seen:
+            return [OPAQUE]  # an import cycle: Python would have bound something, do not report it
+        seen = seen | {(module, name)}
+        entry = self.modules.get(module)
+        if entry is None:
+            return [OPAQUE]
+        hits: list = []
+        for binding in bindings(entry["n"].get(name)):
+            for hit in self.follow(module, name, _split(binding), seen):
+                if hit not in hits:
+                    hits.append(hit)
+        if hits:
+            return hits
+        for star in entry.get("star", []):
+            source = self.modules.get(star)
+            if source is None:
+                if not star.startswith("megatron"):
+                    return [OPAQUE]  # from outside_package import *: could bind anything
+                continue
+            exported = source.get("all")
+            if (exported is None and not name.startswith("_")) or (exported and name in exported):
+                hits = self.module_member(star, name, seen)
+                if hits:
+                    return hits
+        if f"{module}.{name}" in self.modules:
+            return [Target("module", f"{module}.{name}")]
+        if entry.get("ga") or name in _MODULE_DUNDERS:
+            return [OPAQUE]
+        return []
+
+    def follow(self, module: str, name: str, binding: tuple, seen: set) -> list:
+        kind = binding[0]
+        if kind == "c":
+            return [Target("class", binding[1])]
+        if kind == "f":
+            return [Target("function", f"{module}.{name}", binding[1], binding[2])]
+        if kind == "m":
+            target = binding[1]
+            if not target.startswith("megatron"):
+                return [OPAQUE]
+            return [Target("module", target)] if target in self.modules else [OPAQUE]
+        if kind == "i":
+            source, imported = binding[1], binding[2]
+            if not source.startswith("megatron") or source not in self.modules:
+                return [OPAQUE]
+            if f"{source}.{imported}" in self.modules:  # ``from package import submodule``
+                return [Target("module", f"{source}.{imported}")]
+            return self.module_member(source, imported, seen) or [OPAQUE]  # a broken re-export is not the user's
+        if kind == "a":
+            head, *rest = binding[1].split(".")
+            current = self.module_member(module, head, seen) if head in self.modules[module]["n"] else [OPAQUE]
+            for part in rest:
+                current = [hit for t in current for hit in self.member(t, part)]
+                if not current or any(t.kind == "opaque" for t in current):
+                    return [OPAQUE]
+            return current or [OPAQUE]
+        return [OPAQUE]
+
+    # ---- classes -------------------------------------------------------------------------------------------
+    def bases(self, qual: str) -> list:
+        """Each base as a class Target, a stdlib/builtin class, or OPAQUE (an outside base)."""
+        entry = self.classes.get(qual)
+        out = []
+        for base in entry["b"] if entry else []:
+            if base == "?":
+                out.append(OPAQUE)
+                continue
+            short = base.split(".")[-1]
+            if base in _CLOSED_BASES or (short in _ENUM_BASES and base.split(".")[0] in ("enum", short)):
+                out.append(Target("builtin", short if short in _CLOSED_BASES else base))
+                continue
+            head, *rest = base.split(".")
+            module = entry["m"]
+            if head in self.modules[module]["n"]:
+                targets = self.module_member(module, head, set())
+                for part in rest:
+                    targets = [hit for t in targets for hit in self.member(t, part)]
+                classes = [t for t in targets if t.kind == "class"]
+                out.append(classes[0] if classes else OPAQUE)
+            elif not rest and isinstance(getattr(builtins, head, None), type):
+                out.append(Target("builtin", head))
+            else:
+                out.append(OPAQUE)
+        return out
+
+    def class_member(self, qual: str, name: str, seen: set) -> list:
+        if qual in seen or (name.startswith("__") and name.endswith("__")):
+            return [OPAQUE]  # dunders: every class has __module__, __qualname__, __dict__, ...
+        seen = seen | {qual}
+        entry = self.classes.get(qual)
+        if entry is None:
+            return [OPAQUE]
+        found = bindings(entry["a"].get(name))
+        if found:
+            out = []
+            for b in map(_split, found):
+                hit = (Target("function", f"{qual}.{name}", b[1], b[2]) if b[0] == "f"
+                       else Target("class", b[1]) if b[0] == "c" else OPAQUE)
+                if hit not in out:
+                    out.append(hit)
+            return out
+        for base in self.bases(qual):
+            if base.kind == "class":
+                hits = self.class_member(base.name, name, seen)
+                if hits:
+                    return hits
+            elif base.kind == "builtin":
+                cls = _CLOSED_BASES.get(base.name) or getattr(builtins, base.name, object)
+                if any(name in vars(k) for k in cls.__mro__) or name in vars(type(cls)):
+                    return [OPAQUE]
+            else:
+                return [OPAQUE]  # an outside base (torch.nn.Module, ...): its attributes are not known here
+        if entry.get("ga"):
+            return [OPAQUE]
+        return [] if name != "__init__" else [OPAQUE]
+
+    def is_enum(self, qual: str, seen: frozenset = frozenset()) -> bool:
+        if qual in seen:
+            return False
+        for base in self.bases(qual):
+            if base.kind == "builtin" and base.name in _ENUM_BASES:
+                return True
+            if base.kind == "class" and self.is_enum(base.name, seen | {qual}):
+                return True
+        return False
+
+    def deprecation(self, target: Target, name: str) -> str | None:
+        if target.kind == "module":
+            entry = self.modules.get(target.name, {})
+            return entry.get("dep", {}).get(name)
+        if target.kind == "class":
+            entry = self.classes.get(target.name, {})
+            return entry.get("dep", {}).get(name)
+        return None
+
+    def module_deprecation(self, module: str) -> str | None:
+        return self.modules.get(module, {}).get("mdep")
+
+    # ---- call signatures -----------------------------------------------------------------------------------
+    def call_signature(self, target: Target) -> dict | None:
+        """What calling ``target`` accepts (``{"p": ..., "va": ..., "kw": ...}``), or None when unknown."""
+        if target.kind == "function":
+            if target.how == "p":
+                return None
+            sig = _sig(target.sig)
+            return _drop_first(sig) if target.how == "c" else sig
+        if target.kind == "class":
+            return self.class_signature(target.name)
+        return None
+
+    def mro(self, qual: str) -> list:
+        """Depth-first, left-to-right, deduplicated: close to C3 for the shallow hierarchies met here."""
+        order, stack = [], [Target("class", qual)]
+        while stack:
+            t = stack.pop(0)
+            if t in order:
+                continue
+            order.append(t)
+            if t.kind == "class":
+                stack = self.bases(t.name) + stack
+        return order
+
+    def class_signature(self, qual: str) -> dict | None:
+        if self.is_enum(qual):
+            return None
+        mro = self.mro(qual)
+        for t in mro:
+            if t.kind == "builtin":
+                return {"p": [], "va": 0, "kw": 0} if t.name in ("object", "ABC", "abc.ABC") else None
+            if t.kind != "class":
+                return None  # an outside base decides (torch.nn.Module subclasses define their own __init__)
+            entry = self.classes[t.name] if t.name in self.classes else None
+            if entry is None:
+                return None
+            if "__new__" in entry["a"]:
+                return None
+            inits = [_split(b) for b in bindings(entry["a"].get("__init__")) if b.startswith("f ")]
+            if inits:
+                return _union([_drop_first(_sig(b[1])) for b in inits])
+            if entry.get("dc", {}).get("init"):
+                return self.dataclass_signature(mro)
+        return None
+
+    def dataclass_signature(self, mro: list) -> dict | None:
+        fields: dict[str, list] = {}
+        for t in reversed(mro):
+            if t.kind == "builtin":
+                continue
+            if t.kind != "class":
+                return {"p": [], "va": 0, "kw": 1}  # fields of an outside base are unknown: accept any keyword
+            dc = self.classes.get(t.name, {}).get("dc")
+            for name, has_default, in_init, kw_only in parse_fields((dc or {}).get("f", "")):
+                fields.pop(name, None)
+                if in_init:
+                    fields[name] = [name, 2 if kw_only else 1, has_default]
+        return {"p": list(fields.values()), "va": 0, "kw": 0}
+
+    def names_in(self, target: Target) -> list[str]:
+        """The names visible in a module or class (for close-match suggestions)."""
+        if target is None:
+            return []
+        if target.kind == "module":
+            entry = self.modules.get(target.name, {})
+            subs = [m.rsplit(".", 1)[1] for m in self.modules if m.rsplit(".", 1)[0] == target.name and "." in m]
+            return sorted(set(entry.get("n", {})) | set(subs))
+        if target.kind == "class":
+            names = set()
+            for t in self.mro(target.name):
+                if t.kind == "class" and t.name in self.classes:
+                    names |= set(self.classes[t.name]["a"])
+            return sorted(names)
+        return []
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(binding: str) -> tuple:
+    """``"f m 01|self:1:0"`` -> ("f", "m", "01|self:1:0"); ``"i megatron.core x"`` -> ("i", "megatron.core", "x")."""
+    kind, _, rest = binding.partition(" ")
+    if kind == "f":
+        how, _, sig = rest.partition(" ")
+        return kind, sig, how
+    return (kind,) + tuple(rest.split(" ")) if rest else (kind,)
+
+
+def _sig(text: str) -> dict:
+    return parse_signature(text)
+
+
+def _drop_first(sig: dict) -> dict:
+    params = sig["p"]
+    if params and params[0][1] in (0, 1):
+        params = params[1:]
+    return {**sig, "p": params}
+
+
+def _union(sigs: list) -> dict:
+    """Several definitions of one callable: accept what any accepts, require what all require."""
+    if len(sigs) == 1:
+        return sigs[0]
+    names: dict[str, list] = {}
+    for sig in sigs:
+        for name, kind, default in sig["p"]:
+            if name in names:
+                names[name][2] = names[name][2] or default
+            else:
+                names[name] = [name, kind, default]
+    for name, entry in names.items():
+        if not all(any(p[0] == name for p in sig["p"]) for sig in sigs):
+            entry[2] = 1
+    return {"p": list(names.values()), "va": int(any(s["va"] for s in sigs)), "kw": int(any(s["kw"] for s in sigs))}

@@ -1,0 +1,494 @@
+"""Every use of megatron in a project's Python, with the guards around it. Files are read, never imported.
+
+A use is an import (module or name), an attribute chain off an imported name or module alias
+(``mpu.get_x``, ``tp.gather``), a call of an imported callable or class (keywords, positional count,
+``super().__init__`` of a megatron base, ``functools.partial``), or a ``getattr``/``hasattr`` probe. Names follow
+Python's scoping: imports inside functions, parameters and local assignments that shadow an import.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...archive import read_file
+from ...errors import CandidateError, CompatError
+from . import guards as g
+from .model import dotted
+
+MAX_FILES = 20_000  # .py files looked at
+MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
+MAX_TOTAL_BYTES = 512 << 20
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv", ".eggs",
+             "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
+
+
+class ProjectError(CompatError):
+    """The project directory cannot be read (exit 3)."""
+
+
+@dataclass(frozen=True)
+class Use:
+    path: str
+    line: int
+    name: str  # dotted megatron name
+    how: str  # module | import | attribute | call | probe
+    guards: tuple = ()
+    alternatives: tuple = ()  # other megatron names the same binding may denote (try/except imports)
+    keywords: tuple = ()
+    keyword_lines: tuple = ()  # the line of each keyword (a call may span many lines)
+    positional: int | None = None  # None: a *args splat, or not a call
+    splat: bool = False  # a **kwargs splat
+    via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
+
+
+@dataclass
+class ProjectScan:
+    root: str
+    uses: list = field(default_factory=list)
+    files: int = 0  # python files read
+    megatron_files: int = 0  # files with at least one use
+    skipped: list = field(default_factory=list)  # (path, why)
+    own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
+    sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
+
+
+def _is_megatron(name: str | None) -> bool:
+    return bool(name) and (name == "megatron" or name.startswith("megatron."))
+
+
+class _FileScanner:
+    def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True):
+        self.path, self.own = path, own
+        self.flags = g.version_flags(tree) if versionish else set()
+        self.scopes: list[dict] = []
+        self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
+        self.guards: list[tuple] = []
+        self.sig_probed: list[set] = [set()]
+        self.bases: list[tuple | None] = []
+        self.uses: list[Use] = []
+        self.sets: set[str] = set()
+        self.enter(self._bindings(tree.body, ()))
+        self.block(tree.body)
+
+    def enter(self, scope: dict) -> None:
+        self.scopes.append(scope)
+        outer = self.bound[-1] if self.bound else set()
+        self.bound.append((outer - set(scope)) | {n for n, v in scope.items() if v})
+
+    def leave(self) -> None:
+        self.scopes.pop()
+        self.bound.pop()
+
+    # ---- names ---------------------------------------------------------------------------------------------
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def paths(self, expr) -> tuple | None:
+        chain = dotted(expr)
+        if not chain:
+            return None
+        root, _, rest = chain.partition(".")
+        bound = self.lookup(root)
+        if not bound:
+            return None
+        return tuple(p + ("." + rest if rest else "") for p in bound)
+
+    def _bindings(self, body: list, params) -> dict:
+        """Names bound in one function (or the module): megatron paths, or None where a local shadows them."""
+        scope: dict = {p: None for p in params}
+        declared_global: set = set()
+
+        def bind(name, value):
+            if value:
+                scope[name] = tuple(dict.fromkeys((scope.get(name) or ()) + value))
+            elif name not in scope:
+                scope[name] = None
+
+        def target(t, value=None):
+            if isinstance(t, ast.Name) and t.id not in declared_global:
+                bound = None
+                chain = dotted(value) if value is not None else None
+                if chain:
+                    root, _, rest = chain.partition(".")
+                    base = scope.get(root) if root in scope else self.lookup(root)
+                    bound = tuple(p + ("." + rest if rest else "") for p in base) if base else None
+                bind(t.id, bound)
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                for e in t.elts:
+                    target(e.value if isinstance(e, ast.Starred) else e)
+
+        def walk(stmts):
+            for s in stmts:
+                if isinstance(s, ast.Global):
+                    declared_global.update(s.names)
+                elif isinstance(s, ast.Import):
+                    for a in s.names:
+                        if a.asname:
+                            bind(a.asname, (a.name,) if _is_megatron(a.name) else None)
+                        else:
+                            top = a.name.split(".")[0]
+                            bind(top, (top,) if top == "megatron" else None)
+                elif isinstance(s, ast.ImportFrom):
+                    for a in s.names:
+                        if a.name != "*":
+                            ok = s.level == 0 and _is_megatron(s.module)
+                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if ok else None)
+                elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bind(s.name, None)
+                elif isinstance(s, ast.Assign):
+                    for t in s.targets:
+                        target(t, s.value)
+                elif isinstance(s, (ast.AnnAssign, ast.AugAssign)):
+                    target(s.target, getattr(s, "value", None) if isinstance(s, ast.AnnAssign) else None)
+                elif isinstance(s, (ast.For, ast.AsyncFor)):
+                    target(s.target)
+                elif isinstance(s, (ast.With, ast.AsyncWith)):
+                    for item in s.items:
+                        if item.optional_vars is not None:
+                            target(item.optional_vars)
+                for child in ("body", "orelse", "finalbody"):
+                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        walk(getattr(s, child, []) or [])
+                for handler in getattr(s, "handlers", []) or []:
+                    if handler.name:
+                        bind(handler.name, None)
+                    walk(handler.body)
+                for case in getattr(s, "cases", []) or []:
+                    walk(case.body)
+        walk(body)
+        return scope
+
+    # ---- recording -----------------------------------------------------------------------------------------
+    def record(self, node, paths, how: str, **extra) -> None:
+        paths = tuple(p for p in paths if not any(p == o or p.startswith(o + ".") for o in self.own))
+        if not paths:
+            return
+        guards = tuple(self.guards)
+        if how == "call" and paths[0] in self.sig_probed[-1]:
+            guards += ((g.SIGNATURE, node.lineno, None),)
+        self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))
+
+    def push(self, kind, line, detail=None) -> None:
+        self.guards.append((kind, line, frozenset(detail) if detail is not None else None))
+
+    # ---- statements ----------------------------------------------------------------------------------------
+    def block(self, body: list) -> None:
+        pushed = 0
+        for stmt in body:
+            self.stmt(stmt)
+            if isinstance(stmt, ast.If) and g.exits(stmt.body):
+                _then, rest = self.branch_guards(stmt.test)  # ``if not has_x: return`` guards the rest
+                if rest and rest[0] not in (g.TYPE_CHECKING, g.DEAD):
+                    self.push(rest[0], stmt.lineno, rest[1])
+                    pushed += 1
+        del self.guards[len(self.guards) - pushed:]
+
+    def branch_guards(self, test) -> tuple:
+        """(guard of the body, guard of the else branch) of ``if test:``; either may be None.
+
+        A ``hasattr``/``getattr`` probe on a megatron object protects the branch that runs when the attribute is
+        there for that name, and makes the other branch a fallback that runs only where it is missing."""
+        guard = self.test_kind(test)
+        if not guard:
+            return None, None
+        if guard[0] in (g.TYPE_CHECKING, g.DEAD):
+            return guard, None  # the else of TYPE_CHECKING runs
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        probed = self.probed_paths(test.operand if negated else test) if guard[0] == g.PROBE else ()
+        if not probed:
+            return guard, guard
+        fallback = (g.PROBE_ELSE, probed)
+        return (fallback, guard) if negated else (guard, fallback)
+
+    def probed_paths(self, test) -> tuple:
+        """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test: the megatron names it asks about."""
+        if not (isinstance(test, ast.Call) and (dotted(test.func) or "").split(".")[-1] in ("hasattr", "getattr")
+                and len(test.args) >= 2 and isinstance(test.args[1], ast.Constant)
+                and isinstance(test.args[1].value, str)):
+            return ()
+        owner = self.paths(test.args[0])
+        return tuple(f"{p}.{test.args[1].value}" for p in owner or ())
+
+    def test_kind(self, test) -> tuple | None:
+        guard = g.test_guard(test, self.flags, self.bound[-1])
+        if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
+            local = next(iter(guard[1]))
+            return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
+        return guard
+
+    def stmt(self, s) -> None:
+        if isinstance(s, ast.Import):
+            for a in s.names:
+                if _is_megatron(a.name):
+                    self.record(s, (a.name,), "module")
+        elif isinstance(s, ast.ImportFrom):
+            if s.level == 0 and _is_megatron(s.module):
+                self.record(s, (s.module,), "module")
+                for a in s.names:
+                    if a.name != "*":
+                        self.record(s, (f"{s.module}.{a.name}",), "import")
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            self.push(g.TRY, s.lineno, g.try_catches(s.handlers))
+            first = len(self.uses)
+            self.block(s.body)
+            self.guards.pop()
+            imported = {u.name for u in self.uses[first:] if u.how in ("module", "import")}
+            for handler in s.handlers:
+                if handler.type is not None:
+                    self.expr(handler.type)
+                fallback = imported and ({"*", "ImportError", "ModuleNotFoundError"} & g.handler_names(handler))
+                if fallback:  # runs only where one of the imports above fails on the candidate
+                    self.push(g.FALLBACK, s.lineno, imported)
+                self.block(handler.body)
+                if fallback:
+                    self.guards.pop()
+            self.block(s.orelse)
+            self.block(s.finalbody)
+        elif isinstance(s, (ast.If, ast.While)):
+            self.expr(s.test)
+            then, other = self.branch_guards(s.test)
+            for guard, body in ((then, s.body), (other, s.orelse)):
+                if guard:
+                    self.push(guard[0], s.lineno, guard[1])
+                self.block(body)
+                if guard:
+                    self.guards.pop()
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            pushed = 0
+            for item in s.items:
+                self.expr(item.context_expr)
+                if item.optional_vars is not None:
+                    self.expr(item.optional_vars)
+                caught = g.suppress_catches(item)
+                if caught:
+                    self.push(g.TRY, s.lineno, caught)
+                    pushed += 1
+            self.block(s.body)
+            del self.guards[len(self.guards) - pushed:]
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in s.decorator_list + s.args.defaults + [d for d in s.args.kw_defaults if d is not None]:
+                self.expr(node)
+            self.function(s, s.body)
+        elif isinstance(s, ast.ClassDef):
+            for node in s.decorator_list + s.bases + [k.value for k in s.keywords]:
+                self.expr(node)
+            bases = [self.paths(b) for b in s.bases]
+            self.bases.append(next((b for b in bases if b), None))
+            self.block(s.body)
+            self.bases.pop()
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            self.expr(s.target)
+            self.expr(s.iter)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif hasattr(ast, "Match") and isinstance(s, ast.Match):
+            self.expr(s.subject)
+            for case in s.cases:
+                self.block(case.body)
+        else:
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.stmt):
+                    self.stmt(child)
+                else:
+                    self.expr(child)
+
+    def function(self, node, body) -> None:
+        args = node.args
+        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        saved = self.guards
+        self.guards = [x for x in saved if x[0] != g.TRY]  # the body runs later, outside any enclosing try
+        self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
+        self.sig_probed.append(set())
+        if isinstance(body, list):
+            self.block(body)
+        else:
+            self.expr(body)
+        self.sig_probed.pop()
+        self.leave()
+        self.guards = saved
+
+    # ---- expressions ---------------------------------------------------------------------------------------
+    def expr(self, e) -> None:
+        if e is None:
+            return
+        if isinstance(e, ast.Attribute):
+            paths = self.paths(e)
+            if paths:
+                if isinstance(e.ctx, (ast.Store, ast.Del)):
+                    self.sets.update(paths)
+                    parent = self.paths(e.value)
+                    if parent and isinstance(e.value, ast.Attribute):
+                        self.record(e, parent, "attribute")
+                else:
+                    self.record(e, paths, "attribute")
+                return
+            self.expr(e.value)
+        elif isinstance(e, ast.Call):
+            self.call(e)
+        elif isinstance(e, ast.BoolOp):
+            pushed = 0
+            for value in e.values:
+                self.expr(value)
+                then, other = self.branch_guards(value)
+                guard = other if isinstance(e.op, ast.Or) else then  # ``a or b``: b runs where a is false
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
+                    pushed += 1
+            del self.guards[len(self.guards) - pushed:]
+        elif isinstance(e, ast.IfExp):
+            self.expr(e.test)
+            then, other = self.branch_guards(e.test)
+            for guard, part in ((then, e.body), (other, e.orelse)):
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
+                self.expr(part)
+                if guard:
+                    self.guards.pop()
+        elif isinstance(e, ast.Lambda):
+            for d in e.args.defaults:
+                self.expr(d)
+            self.function(e, e.body)
+        else:
+            for child in ast.iter_child_nodes(e):
+                self.expr(child)
+
+    def call(self, e: ast.Call) -> None:
+        name = dotted(e.func) or ""
+        tail = name.split(".")[-1]
+        args = e.args
+        if tail in ("getattr", "hasattr") and len(args) >= 2 and isinstance(args[1], ast.Constant) \
+                and isinstance(args[1].value, str):
+            owner = self.paths(args[0])
+            if owner:
+                default = tail == "getattr" and (len(args) > 2 or any(k.arg == "default" for k in e.keywords))
+                probed = tuple(f"{p}.{args[1].value}" for p in owner)
+                if tail == "hasattr" or default:
+                    self.push(g.PROBE, e.lineno, {args[1].value})
+                self.record(e, probed, "probe", via=tail + (" with default" if default else ""))
+                if tail == "hasattr" or default:
+                    self.guards.pop()
+        elif tail == "signature" and args:
+            probed = self.paths(args[0])
+            for p in probed or ():
+                self.sig_probed[-1].add(p[: -len(".__init__")] if p.endswith(".__init__") else p)
+        elif tail == "import_module" and args and isinstance(args[0], ast.Constant) \
+                and _is_megatron(str(args[0].value)):
+            self.record(e, (str(args[0].value),), "module", via="importlib.import_module")
+        elif tail == "partial" and args:
+            target = self.paths(args[0])
+            if target:
+                self.record(e, target, "call", keywords=tuple(k.arg for k in e.keywords if k.arg),
+                            splat=True, via="functools.partial")
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "__init__" and isinstance(e.func.value, ast.Call) \
+                and dotted(e.func.value.func) == "super" and self.bases and self.bases[-1]:
+            self._record_call(e, self.bases[-1], via="super().__init__")
+        target = self.paths(e.func)
+        if target:
+            self._record_call(e, target)
+        else:
+            self.expr(e.func)
+        for a in args:
+            self.expr(a)
+        for k in e.keywords:
+            self.expr(k.value)
+
+    def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
+        starred = any(isinstance(a, ast.Starred) for a in e.args)
+        named = [k for k in e.keywords if k.arg]
+        self.record(e, target, "call", keywords=tuple(k.arg for k in named),
+                    keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
+                    positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
+                    via=via)
+
+
+def scan_source(text: bytes | str, path: str = "<string>", own: tuple = ()) -> tuple[list, set]:
+    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text, filename=path)
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    scanner = _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)))
+    return scanner.uses, scanner.sets
+
+
+def _python_files(root: Path):
+    """(relative posix path, absolute path) of every .py file, not following symlinks, skipping VCS and venvs."""
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                             and not (here / d).is_symlink() and not (here / d / "pyvenv.cfg").exists())
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            path = here / name
+            if path.is_symlink():
+                continue
+            count += 1
+            if count > MAX_FILES:
+                raise ProjectError(f"the project holds over {MAX_FILES} Python files; point --project at its "
+                                   "package directory")
+            yield path.relative_to(root).as_posix(), path
+
+
+def own_packages(relpaths) -> tuple:
+    """``megatron.X`` packages the project provides itself (Megatron-Bridge's ``src/megatron/bridge``), except core.
+
+    A ``megatron`` directory counts only where it is a top-level package: its parent is not a package itself
+    (``swift/megatron/`` is ``swift.megatron``)."""
+    rel = set(relpaths)
+    own = set()
+    for path in rel:
+        parts = path.split("/")
+        for i, part in enumerate(parts[:-2]):
+            parent_init = "/".join(parts[:i] + ["__init__.py"])
+            package_init = "/".join(parts[: i + 2] + ["__init__.py"])
+            if part == "megatron" and parts[i + 1] != "core" and parent_init not in rel and package_init in rel:
+                own.add(f"megatron.{parts[i + 1]}")
+    return tuple(sorted(own))
+
+
+def scan_project(root) -> ProjectScan:
+    root = Path(root)
+    if not root.is_dir():
+        raise ProjectError(f"project {str(root)!r} is not a directory")
+    files = list(_python_files(root))
+    own = own_packages(rel for rel, _ in files)
+    scan = ProjectScan(str(root), own_packages=list(own))
+    total = 0
+    for rel, path in files:
+        try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                scan.skipped.append((rel, f"over {MAX_FILE_BYTES} bytes"))
+                continue
+            total += size
+            if total > MAX_TOTAL_BYTES:
+                raise ProjectError(f"the project's Python files exceed {MAX_TOTAL_BYTES} bytes in all")
+            data = read_file(path, MAX_FILE_BYTES, "project file")
+        except CandidateError as exc:
+            scan.skipped.append((rel, str(exc)))
+            continue
+        except OSError as exc:
+            scan.skipped.append((rel, exc.strerror or str(exc)))
+            continue
+        scan.files += 1
+        if b"megatron" not in data:
+            continue
+        try:
+            uses, sets = scan_source(data, rel, own)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
+            continue
+        if uses:
+            scan.megatron_files += 1
+        scan.uses.extend(uses)
+        scan.sets |= sets
+    return scan
