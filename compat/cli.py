@@ -131,6 +131,34 @@ def _error(message: str) -> int:
     return 3
 
 
+class _StdoutFailed(Exception):
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+class _GuardedStdout:
+    """sys.stdout for the length of a command: a failed write or flush is told apart from every other OSError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _silence_stdout() -> None:
     """After stdout failed (a closed pipe, a full disk), point its descriptor at devnull so that the interpreter's
     final flush cannot fail again (the recipe of https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
@@ -154,9 +182,14 @@ def _run(argv) -> int:
     args = build_parser().parse_args(argv)
     if sys.stdout is None:  # started with stdout closed (`>&-`): the output would vanish silently
         return _error("stdout is closed; nothing was done (redirect it to a file or /dev/null instead)")
-    code = args.func(args)
-    sys.stdout.flush()
-    return code
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
+    finally:
+        sys.stdout = real
 
 
 def main(argv=None) -> int:
@@ -167,13 +200,12 @@ def main(argv=None) -> int:
         return _run(argv)
     except CompatError as exc:
         return _error(str(exc))
-    except BrokenPipeError:
+    except _StdoutFailed as failed:
         _silence_stdout()
-        return _error("stdout was closed before all output was written (broken pipe)")
+        if isinstance(failed.error, BrokenPipeError):
+            return _error("stdout was closed before all output was written (broken pipe)")
+        return _error(f"cannot write to stdout: {failed.error.strerror or failed.error}")
     except OSError as exc:
-        if exc.filename is None and _stdout_failed():
-            _silence_stdout()
-            return _error(f"cannot write to stdout: {exc.strerror or exc}")
         where = f" {str(exc.filename)!r}" + (f" -> {str(exc.filename2)!r}" if exc.filename2 else "")
         return _error(f"cannot access{where if exc.filename else ''}: {exc.strerror or exc}")
     except (RecursionError, MemoryError) as exc:
@@ -183,11 +215,3 @@ def main(argv=None) -> int:
             raise
         return _error(f"internal error, please report it: {type(exc).__name__}: {exc} "
                       f"(set {TRACEBACK_ENV}=1 to see the traceback)")
-
-
-def _stdout_failed() -> bool:
-    try:
-        sys.stdout.flush()
-        return False
-    except (OSError, ValueError):
-        return True

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import sys
 from pathlib import Path
@@ -57,8 +58,8 @@ def _version_from_source_tree() -> str | None:
     for entry in sys.path:
         candidate = Path(entry or ".") / "megatron" / "core" / "package_info.py"
         try:
-            found = candidate.is_file()
-        except (OSError, ValueError):  # an unreadable or odd sys.path entry (name too long, NUL byte)
+            found = os.path.lexists(candidate)  # a FIFO or a dangling link there is an error, not a skip
+        except (OSError, ValueError):  # an odd sys.path entry (name too long, NUL byte)
             continue
         if found:
             return _read_package_info(candidate)
