@@ -27,11 +27,12 @@ def md_code(text) -> str:
     return f"{fence}{pad}{body}{pad}{fence}"
 
 
-_INLINE = re.compile(r"([\\`*\[\]<>|~])|(?<!\w)_|_(?!\w)")
+_INLINE = re.compile(r"([\\`*\[\]<~])|(?<!\w)_|_(?!\w)")
 
 
 def md_prose(text) -> str:
     """Our own sentences that quote untrusted text (a shim note quoting a doc): one line, and the characters that
-    open inline markup anywhere in a line (code, emphasis, links, HTML, tables) escaped. Block syntax (#, -, >)
-    only acts at the start of a line, which the report always writes itself, so it is left readable."""
+    open inline markup anywhere in a line (code, emphasis, links and images, HTML, strikethrough) escaped. Block
+    syntax (#, -, >, |) only acts at the start of a line, which the report always writes itself, so ">=3.12" and
+    "0.19.2" stay readable."""
     return _INLINE.sub(lambda m: "\\" + m.group(0), one_line(text))
