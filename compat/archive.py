@@ -27,7 +27,8 @@ MAX_METADATA_BYTES = 1 * MIB
 MAX_MEMBERS = 50_000  # files in an archive; files and directories walked in a tree
 MAX_TAR_STREAM_BYTES = 256 * MIB  # how much of a decompressed tar stream we read (sdists unpack to < 30 MB)
 MAX_ZIP_DIRECTORY_BYTES = MAX_MEMBERS * 160  # a zip's central directory is parsed whole, before any count check
-_COMPRESSIONS = ((b"\x1f\x8b", "gzip", "GzipFile"), (b"BZh", "bz2", "BZ2File"), (b"\xfd7zXZ\x00", "lzma", "LZMAFile"))
+MAX_XZ_MEMORY = 128 * MIB  # an .xz header may ask for a 1.5 GiB dictionary; liblzma refuses past this
+_COMPRESSIONS = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 _DIST_INFO_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
 _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, OSError, EOFError, ValueError,
                 NotImplementedError, RuntimeError, KeyError, IndexError, OverflowError)  # RuntimeError: encrypted zip
@@ -109,15 +110,48 @@ class _CappedReader(io.RawIOBase):
 
 def _decompressor(data: bytes):
     """A file object of the decompressed tar stream (gzip, bz2, xz, or plain tar)."""
-    for magic, module, opener in _COMPRESSIONS:
+    for magic, module in _COMPRESSIONS:
         if data.startswith(magic):
             try:
-                stream = io.BytesIO(data)
-                cls = getattr(importlib.import_module(module), opener)
-                return cls(fileobj=stream) if module == "gzip" else cls(stream)
+                mod = importlib.import_module(module)
             except ImportError:
                 raise CandidateError(f"this Python has no {module} module to decompress the sdist") from None
+            if module == "gzip":
+                return mod.GzipFile(fileobj=io.BytesIO(data))
+            if module == "bz2":
+                return _Decompressing(data, mod.BZ2Decompressor)
+            return _Decompressing(data, lambda: mod.LZMADecompressor(memlimit=MAX_XZ_MEMORY))
     return io.BytesIO(data)
+
+
+class _Decompressing(io.RawIOBase):
+    """Incremental bz2/xz decompression (several concatenated streams), ``max_length`` at a time; unlike LZMAFile
+    it lets the xz decompressor have a memory limit."""
+
+    def __init__(self, data: bytes, factory):
+        self._src, self._factory = io.BytesIO(data), factory
+        self._dec = factory()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self._dec.eof:
+                rest = self._dec.unused_data + self._src.read()
+                if not rest:
+                    return 0
+                self._dec, self._src = self._factory(), io.BytesIO(rest)
+            chunk = self._src.read(1 << 16) if self._dec.needs_input else b""
+            if self._dec.needs_input and not chunk:
+                raise EOFError("compressed stream ended before the end-of-stream marker")
+            try:
+                out = self._dec.decompress(chunk, len(buffer))
+            except Exception as exc:  # lzma.LZMAError (memory limit, corrupt data) is not an OSError
+                raise OSError(f"{type(exc).__name__}: {exc}") from None
+            if out:
+                buffer[:len(out)] = out
+                return len(out)
 
 
 class _TarMember:

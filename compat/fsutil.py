@@ -63,6 +63,8 @@ def locked(path, timeout: float = LOCK_TIMEOUT_S):
     An advisory OS lock (``fcntl.flock``; ``msvcrt.locking`` on Windows), released when the process dies. The lock
     file is left in place: deleting it would let a waiting process lock an unlinked inode."""
     path = Path(path)
+    if not path.name or os.path.isdir(path):  # "", ".", "/" or a directory: nothing to lock beside
+        raise WriteError(f"{str(path)!r} is a directory, not a file; nothing was written")
     lock_path = path.with_name(f".{path.name}.lock")
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)

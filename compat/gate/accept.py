@@ -12,7 +12,7 @@ from .. import refresh
 from .. import version as _v
 from ..errors import CandidateError, CompatError
 from .core import DEFAULT_REGISTRY, GateReport
-from .registry_file import dumps_registry, non_finite, read_registry
+from .registry_file import dumps_registry, read_registry, unwritable
 
 
 class ReplaceRefusedError(CompatError):
@@ -32,10 +32,10 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
         raise CandidateError(f"cannot accept {version}: the registry holds final releases only")
     if "optimizer" not in facts:
         raise CandidateError("cannot accept a candidate without megatron/core/optimizer/optimizer_config.py")
-    bad = non_finite(facts)
+    bad = unwritable(facts)
     if bad:
-        raise CandidateError(f"cannot accept {version}: the registry is JSON, which has no Infinity or NaN; "
-                             f"non-finite default: {', '.join(bad)}")
+        raise CandidateError(f"cannot accept {version}: the registry is strict UTF-8 JSON (no Infinity, NaN or "
+                             f"lone surrogates): {'; '.join(bad)}")
     with locked(registry_path):
         data, old_raw = read_registry(registry_path)  # re-read under the lock: another accept may have written
         existing = next((r for r in data["releases"] if _v.parse(r["version"]) == version), None)
@@ -47,17 +47,18 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
             raise ReplaceRefusedError(
                 f"{registry_path} already holds megatron-core {existing['version']} with a different {changed}; "
                 f"the candidate claims the same version. Nothing was written; pass --replace to overwrite it")
+        name = existing["version"] if existing is not None else str(version)  # 0.19.2.0 replaces 0.19.2
         yanked = existing["yanked"] if existing is not None else report.yanked
         if yanked is None:
-            yanked = refresh.list_releases().get(str(version), False)
+            yanked = refresh.list_releases().get(name, False)
         if not same:
-            new = refresh.add_release(data, str(version), yanked, facts)
+            new = refresh.add_release(data, name, yanked, facts)
             atomic_write_text(registry_path, dumps_registry(new, str(registry_path)))
         try:
             matrix = _matrix_module()
             kwargs = {"registry_path": registry_path, **({"path": Path(matrix_path)} if matrix_path else {})}
             try:
-                pinned = matrix.add_pin(str(version), **kwargs)
+                pinned = matrix.add_pin(name, **kwargs)
             except matrix.DuplicatePinError as exc:
                 pinned = f"not changed: {exc}"
         except BaseException as exc:
@@ -68,7 +69,7 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
             raise
     action = ("already registered, unchanged" if same else
               "replaced" if existing is not None else "added")
-    report.accepted = {"version": str(version), "registry": str(registry_path), "registry_action": action,
+    report.accepted = {"version": name, "registry": str(registry_path), "registry_action": action,
                        "matrix": pinned}
     return report.accepted
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 
 from .accept import accept
 from .candidate import GateUsageError
@@ -27,12 +28,14 @@ def cmd_gate(args) -> int:
     if args.replace and not args.accept:
         print("usage error: --replace only applies with --accept", file=sys.stderr)
         return 2
+    # Path("") is ".", a directory: an empty --registry/--matrix is refused, never read as "use the default"
+    registry, matrix = (None if p is None else Path(p) for p in (args.registry, args.matrix))
     try:
-        reg = load_registry(args.registry)
+        reg = load_registry(registry)
         against = resolve_against(reg, args.against)
         report = gate(args.candidate, reg, against)
         if args.accept:
-            accept(report, args.registry, args.matrix, replace=args.replace)
+            accept(report, registry, matrix, replace=args.replace)
     except GateUsageError as exc:
         print(f"usage error: {one_line(exc)}", file=sys.stderr)
         return 2

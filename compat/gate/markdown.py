@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
+# or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 def one_line(text) -> str:
-    """Control characters (newlines, ESC, ...) shown as escapes, so the text stays on one line and inert."""
+    """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 

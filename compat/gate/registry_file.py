@@ -44,24 +44,41 @@ def dumps_registry(data: dict, where: str = "registry") -> str:
         raise RegistryFileError(f"{where}: {exc}") from None
 
 
-def non_finite(facts: dict) -> list[str]:
-    """'Config.field' of every default in extracted facts that JSON cannot hold (inf, -inf, nan)."""
+def unwritable(facts: dict) -> list[str]:
+    """What in extracted facts strict UTF-8 JSON cannot hold, as 'Config.field: why' (a default of inf or nan, a
+    lone surrogate from a '\\ud800' escape in a default or a doc)."""
     bad = []
     for key, config in (("ddp", "DistributedDataParallelConfig"), ("optimizer", "OptimizerConfig")):
         for f in facts.get(key, {}).get("fields", []):
-            if _has_non_finite(f.get("default")):
-                bad.append(f"{config}.{f.get('name')} = {f.get('default')!r}")
+            where = f"{config}.{f.get('name')}"
+            if _has(f.get("default"), _non_finite):
+                bad.append(f"{where}: non-finite default {f.get('default')!r}")
+            for part in ("default", "default_expr", "doc", "annotation"):
+                if _has(f.get(part), _not_utf8):
+                    bad.append(f"{where}: its {part} holds a lone surrogate, which UTF-8 cannot encode")
     return bad
 
 
-def _has_non_finite(value) -> bool:
-    if isinstance(value, float):
-        return not math.isfinite(value)
+def _non_finite(value) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _not_utf8(value) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _has(value, test) -> bool:
     if isinstance(value, (list, tuple)):
-        return any(_has_non_finite(v) for v in value)
+        return any(_has(v, test) for v in value)
     if isinstance(value, dict):
-        return any(_has_non_finite(v) for v in value.values())
-    return False
+        return any(_has(k, test) or _has(v, test) for k, v in value.items())
+    return test(value)
 
 
 def _no_constant(name: str):

@@ -28,8 +28,8 @@ import compat
 import hostile_inputs as H
 from compat import CompatError, VersionError
 from compat import vendor as vendor_module
-from compat.archive import (MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_STREAM_BYTES, CandidateError,
-                            open_source)
+from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_STREAM_BYTES,
+                            CandidateError, open_source)
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.gate.accept import ReplaceRefusedError
 from compat.gate.registry_file import RegistryFileError, read_registry
@@ -142,6 +142,13 @@ def _many_tar_members() -> bytes:
     return H.tar_header("megatron_core-0.20.0/empty", 0) * 50_001 + H.sdist_bytes(H.sdist_members("0.20.0"))
 
 
+def _xz_huge_dictionary() -> bytes:
+    import lzma
+
+    return lzma.compress(H.sdist_bytes(H.sdist_members("0.20.0")), format=lzma.FORMAT_XZ,
+                         filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1536 << 20}])
+
+
 def _tree_with(mutate) -> Callable[[Path], dict]:
     def build(tmp: Path) -> dict:
         root = H.tree(tmp / "Megatron-LM")
@@ -206,6 +213,11 @@ def _accept(version: str, *, extra: str = "", replace: bool = False, change_defa
                 shutil.copyfile(path, tmp / "before" / path.name)
         return cli("gate", wheel, "--registry", reg, "--matrix", mat, "--accept", *(["--replace"] if replace else []))
     return build
+
+
+def _accept_args(tmp: Path) -> list:
+    wheel = next(tmp.glob("*.whl"))
+    return ["gate", wheel, "--registry", tmp / "registry.json", "--accept"]
 
 
 def _unchanged(tmp: Path, run: H.Run) -> None:
@@ -293,6 +305,10 @@ CATALOGUE: dict[str, Attack] = {
         1, _sdist(_pax_header_bomb), 3, f"unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap",
         max_rss_mib=MAX_TAR_STREAM_BYTES / H.MIB + BOMB_RSS_MIB),
     "tar-many-members": Attack(1, _sdist(_many_tar_members), 3, "has over 50000 members"),
+    "tar-xz-asks-for-a-1.5-gib-dictionary": Attack(1, _sdist(_xz_huge_dictionary), 3, "Memory usage limit"),
+    "candidate-over-cap": Attack(
+        1, lambda tmp: cli("gate", H.sparse(tmp / "megatron_core-0.20.0-py3-none-any.whl", MAX_ARCHIVE_BYTES + 1)),
+        3, f"over the {MAX_ARCHIVE_BYTES}-byte read cap"),
     "tree-config-over-cap": Attack(
         1, _tree_with(lambda tmp, root: H.sparse(root / DDP_PATH, MAX_MEMBER_BYTES + 1)), 3,
         f"over the {MAX_MEMBER_BYTES}-byte read cap"),
@@ -323,8 +339,19 @@ CATALOGUE: dict[str, Attack] = {
     "accept-new-version": Attack(3, _accept("0.20.0"), 0, "megatron-core 0.20.0 added",
                                  after=lambda tmp, run: _pinned(tmp, "0.20.0")),
     "accept-non-finite-default": Attack(3, _accept("0.20.0", extra="huge: float = 1e999"), 3,
-                                        "non-finite default: DistributedDataParallelConfig.huge = inf",
+                                        "DistributedDataParallelConfig.huge: non-finite default inf",
                                         after=_unchanged),
+    "accept-same-version-spelled-differently-refused": Attack(
+        3, _accept("0.19.2.0", change_default=True), 3, "already holds megatron-core 0.19.2", after=_unchanged),
+    "accept-same-version-spelled-differently-replaced": Attack(
+        3, _accept("0.19.2.0", change_default=True, replace=True), 0, "megatron-core 0.19.2 replaced",
+        after=lambda tmp, run: _replaced(tmp)),
+    "accept-lone-surrogate-in-doc": Attack(
+        3, _accept("0.20.0", extra="odd: int = 0\n'\\ud800 a doc with a lone surrogate'"), 3,
+        "DistributedDataParallelConfig.odd: its doc holds a lone surrogate", after=_unchanged),
+    "accept-empty-matrix-path": Attack(
+        3, lambda tmp: {**_accept("0.20.0")(tmp), "args": [*_accept_args(tmp), "--matrix", ""]}, 3,
+        "is a directory, not a file", after=_unchanged),
     "registry-with-infinity": Attack(3, _gate_registry(lambda tmp: _registry_with(
         tmp, (COMPAT_DATA / "registry.json").read_text().replace('"default": false', '"default": Infinity', 1))),
         3, "Infinity is not JSON", api=lambda tmp: read_registry(_registry_with(tmp, '{"a": NaN}')),
@@ -354,6 +381,10 @@ CATALOGUE: dict[str, Attack] = {
     "latest-keyword-wins-over-directory": Attack(
         6, lambda tmp: cli("gate", "latest", cwd=H.tree(tmp / "latest").parent,
                            env={**OFFLINE, "MCORE_COMPAT_CACHE": str(tmp / "cache")}), 3, "127.0.0.1"),
+    "spec-keyword-wins-over-file": Attack(
+        6, lambda tmp: cli("gate", "megatron-core==0.99.0", cwd=_put(tmp, "megatron-core==0.99.0", b"").parent,
+                           env={**OFFLINE, "MCORE_COMPAT_CACHE": str(tmp / "cache")}), 3, "127.0.0.1"),
+    "registry-empty-path": Attack(6, _gate_registry(lambda tmp: ""), 3, "not a regular file (a directory)"),
     "latest-directory-as-dot-slash-path": Attack(
         6, lambda tmp: cli("gate", "./latest", cwd=H.tree(tmp / "latest").parent, env=OFFLINE), 0, "COMPATIBLE"),
 
@@ -421,6 +452,10 @@ CATALOGUE: dict[str, Attack] = {
 
     # ---- 8. report injection
     "report-injection-name-metadata-docs": Attack(8, _injection_wheel, 1, "\\x1b[31m", after=_report_is_structured),
+    "report-lone-surrogate-and-bidi-in-doc": Attack(
+        8, lambda tmp: cli("gate", H.wheel(tmp / "w.whl", version="0.20.0", ddp=H.config_source(
+            extra="odd: int = 0\n'\\ud800 \\u202egnp.exe \\u200b hidden'"))), 1, "\\u202egnp.exe",
+        after=_report_is_structured),
     "report-json-non-finite-default": Attack(
         8, lambda tmp: cli("gate", H.wheel(tmp / "w.whl", version="0.20.0",
                                            ddp=H.config_source(extra="huge: float = 1e999")), "--json"),
