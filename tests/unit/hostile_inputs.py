@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import io
 import os
-import signal
 import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -30,32 +28,48 @@ class Run:
     returncode: int
     stdout: str
     stderr: str
-    max_rss_mib: float  # the child's own peak resident memory (from os.wait4), not any other process's
+    max_rss_mib: float  # the child's own peak resident memory (VmHWM at exit); nan where /proc is missing
+
+
+# ``python -m compat`` that records its own peak memory at exit. VmHWM belongs to the address space, which exec
+# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec.
+_MEASURED = """import atexit, os, runpy
+def _peak():
+    try:
+        with open('/proc/self/status') as fh:
+            kib = next(line.split()[1] for line in fh if line.startswith('VmHWM:'))
+        with open(os.environ['HOSTILE_PEAK_FILE'], 'w') as out:
+            out.write(kib)
+    except (OSError, StopIteration):
+        pass
+atexit.register(_peak)
+runpy.run_module('compat', run_name='__main__', alter_sys=True)
+"""
 
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory. ``stdout``:
     a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone, /dev/full)."""
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {})}
-    full_env.pop("MCORE_COMPAT_TRACEBACK", None)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "compat", *map(str, args)], cwd=cwd or ROOT, env=full_env,
-                                stdout=out if stdout is None else stdout, stderr=err, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                os.kill(proc.pid, signal.SIGKILL)
-                os.wait4(proc.pid, 0)
-                raise AssertionError(f"{' '.join(map(str, args))[:200]} did not finish in {timeout}s (a hang)")
-            time.sleep(0.01)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        return Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                   usage.ru_maxrss / 1024)  # Linux reports KiB
+    with tempfile.TemporaryDirectory() as scratch:
+        peak = Path(scratch) / "peak"
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {}),
+                    "HOSTILE_PEAK_FILE": str(peak)}
+        full_env.pop("MCORE_COMPAT_TRACEBACK", None)
+        with open(peak.with_name("out"), "w+b") as out, open(peak.with_name("err"), "w+b") as err:
+            proc = subprocess.Popen([sys.executable, "-c", _MEASURED, *map(str, args)], cwd=cwd or ROOT,
+                                    env=full_env, stdout=out if stdout is None else stdout, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise AssertionError(f"{' '.join(map(str, args))[:200]} did not finish in {timeout}s (a hang)") from None
+            out.seek(0)
+            err.seek(0)
+            rss = int(peak.read_text()) / 1024 if peak.is_file() else float("nan")
+            return Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                       rss)
 
 
 # ------------------------------------------------------------------------------------ candidates from the registry

@@ -607,7 +607,7 @@ def test_cli_attack(name, tmp):
         assert attack.phrase in lines[0], lines[0][:3000]
     else:
         assert attack.phrase in run.stdout, run.stdout[-3000:]
-    if attack.max_rss_mib is not None:
+    if attack.max_rss_mib is not None and run.max_rss_mib == run.max_rss_mib:  # nan: no /proc to ask
         assert run.max_rss_mib < attack.max_rss_mib, f"peak memory {run.max_rss_mib:.0f} MiB"
     if attack.after:
         attack.after(tmp, run)
