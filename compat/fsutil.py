@@ -24,6 +24,9 @@ class WriteError(CompatError):
 
 def atomic_write_bytes(path, data: bytes) -> None:
     path = Path(path)
+    # The rename would replace a read-only file as easily as any other; a file its owner made read-only is kept.
+    if os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK):
+        raise WriteError(f"cannot write {str(path)!r}: it is read-only; the previous content is unchanged")
     fd, tmp = None, None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

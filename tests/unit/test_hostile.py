@@ -785,3 +785,18 @@ def test_internal_error_traceback_on_request(monkeypatch):
     monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
     with pytest.raises(TypeError, match="a bug"):
         cli.main(["fields"])
+
+
+def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
+    """A rename replaces a read-only file as easily as any other; atomic writes keep what its owner protected.
+    (os.access is asked, as root would be allowed anything: the test answers for a non-root user.)"""
+    import compat.fsutil as fsutil
+    from compat.fsutil import WriteError, atomic_write_text
+
+    target = tmp_path / "VENDORED.json"
+    target.write_text("old\n")
+    real = os.access
+    monkeypatch.setattr(fsutil.os, "access", lambda p, mode, **kw: False if Path(p) == target else real(p, mode))
+    with pytest.raises(WriteError, match="it is read-only; the previous content is unchanged"):
+        atomic_write_text(target, "new\n")
+    assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["VENDORED.json"]
