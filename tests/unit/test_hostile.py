@@ -4,7 +4,7 @@ weekly gate job have), plus the API rows where the CLI is not the surface.
 Every CLI row checks the exit code, that stderr is exactly one line for exit 2/3 (``error: ...`` /
 ``usage error: ...``), that no traceback or internal error escaped, that no ANSI escape reaches stdout, and a key
 phrase. Rows with an ``api`` form also check the exact error class in-process. Bomb rows check the child's own
-peak memory (os.wait4), far below what the bomb would take. Classes (issue 8, part 2): 1 unbounded reads,
+peak memory (VmHWM at its exit), far below what the bomb would take. Classes (issue 8, part 2): 1 unbounded reads,
 3 writes, 6 not a regular file, 7 exit codes, 8 report injection, 9 vendor.
 """
 from __future__ import annotations
@@ -17,8 +17,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -46,9 +45,10 @@ BOMB_RSS_MIB = 400  # a bomb that was inflated would take 1 GiB; the gate itself
 @dataclass
 class Attack:
     klass: int  # the class of issue 8 part 2
-    build: Callable[[Path], dict]  # makes the inputs under tmp; returns run_cli kwargs: args, cwd, env, stdout
-    code: int  # expected exit code; 3 = a CompatError in one line, 2 = usage, 1 = drift / review, 0 = ok
-    phrase: str  # in stderr for 2/3, in stdout otherwise
+    build: Callable[[Path], dict] | None  # makes the inputs under tmp; returns run_cli kwargs (args, cwd, env,
+    #                                       stdout); None: an API-only row (no CLI surface)
+    code: int | None  # expected exit code; 3 = a CompatError in one line, 2 = usage, 1 = drift / review, 0 = ok
+    phrase: str  # in stderr for 2/3, in stdout otherwise, in the exception for an API-only row
     api: Callable[[Path], object] | None = None  # the same attack in-process: must raise ``error``
     error: type[Exception] | None = None
     after: Callable[[Path, H.Run], None] | None = None  # further checks (files unchanged, output structure)
@@ -157,6 +157,11 @@ def _tree_with(mutate) -> Callable[[Path], dict]:
     return build
 
 
+def _symlink_dir_out(tmp: Path, folder: Path) -> None:
+    shutil.move(folder, tmp / "elsewhere")
+    folder.symlink_to(tmp / "elsewhere", target_is_directory=True)
+
+
 def _replace_config(tmp: Path, root: Path, make) -> None:
     path = root / DDP_PATH
     path.unlink()
@@ -213,6 +218,14 @@ def _accept(version: str, *, extra: str = "", replace: bool = False, change_defa
                 shutil.copyfile(path, tmp / "before" / path.name)
         return cli("gate", wheel, "--registry", reg, "--matrix", mat, "--accept", *(["--replace"] if replace else []))
     return build
+
+
+def _accept_in_process(tmp: Path):
+    from compat.gate import accept, gate, load_registry
+
+    args = _accept("0.19.2", change_default=True)(tmp)["args"]
+    report = gate(args[1], load_registry(args[3]))
+    return accept(report, args[3], args[5])
 
 
 def _accept_args(tmp: Path) -> list:
@@ -318,8 +331,11 @@ CATALOGUE: dict[str, Attack] = {
         1, _tree_with(lambda tmp, root: _replace_config(tmp, root, lambda t, p: p.symlink_to("/dev/zero"))), 3,
         "is a symlink"),
     "tree-source-path-with-dotdot": Attack(
-        1, lambda tmp: cli("gate", H.tree(tmp / "t")), 0, "COMPATIBLE",
+        1, None, None, "leaves the tree or is a symlink",
         api=lambda tmp: open_source(H.tree(tmp / "t")).read("megatron/../../etc/passwd"), error=CandidateError),
+    "tree-directory-symlink-out-of-tree": Attack(
+        1, _tree_with(lambda tmp, root: _symlink_dir_out(tmp, root / "megatron/core/distributed")), 3,
+        "leaves the tree or is a symlink"),
     "registry-over-cap": Attack(1, _gate_registry(lambda tmp: H.sparse(tmp / "registry.json", 33 << 20)), 3,
                                 "over the 33554432-byte read cap"),
     "package-info-over-cap": Attack(1, _package_info(make=lambda p: H.sparse(p, 2 << 20)), 3,
@@ -332,7 +348,8 @@ CATALOGUE: dict[str, Attack] = {
 
     # ---- 3. writes
     "accept-existing-version-refused": Attack(3, _accept("0.19.2", change_default=True), 3, "pass --replace",
-                                              after=_unchanged),
+                                              after=_unchanged, api=lambda tmp: _accept_in_process(tmp),
+                                              error=ReplaceRefusedError),
     "accept-existing-version-replaced": Attack(
         3, _accept("0.19.2", change_default=True, replace=True), 0, "megatron-core 0.19.2 replaced",
         after=lambda tmp, run: _replaced(tmp)),
@@ -571,11 +588,6 @@ def _pinned(tmp: Path, version: str) -> None:
     assert f'version: "{version}"' in (tmp / "matrix.yaml").read_text()
 
 
-@pytest.fixture
-def tmp(tmp_path):
-    return tmp_path
-
-
 def _megatron_installed() -> bool:
     try:
         importlib.metadata.version("megatron-core")
@@ -584,12 +596,12 @@ def _megatron_installed() -> bool:
         return False
 
 
-@pytest.mark.parametrize("name", sorted(CATALOGUE))
-def test_cli_attack(name, tmp):
+@pytest.mark.parametrize("name", sorted(n for n, a in CATALOGUE.items() if a.build))
+def test_cli_attack(name, tmp_path):
     attack = CATALOGUE[name]
     if attack.without_megatron and _megatron_installed():
         pytest.skip("megatron-core is installed: its metadata gives the version, package_info.py is not read")
-    kwargs = attack.build(tmp)
+    kwargs = attack.build(tmp_path)
     stdout = kwargs.pop("stdout", None)
     if stdout == -1:
         run = _run_with_stdout_closed(kwargs["args"])
@@ -610,7 +622,7 @@ def test_cli_attack(name, tmp):
     if attack.max_rss_mib is not None and run.max_rss_mib == run.max_rss_mib:  # nan: no /proc to ask
         assert run.max_rss_mib < attack.max_rss_mib, f"peak memory {run.max_rss_mib:.0f} MiB"
     if attack.after:
-        attack.after(tmp, run)
+        attack.after(tmp_path, run)
 
 
 def _run_with_stdout_closed(args) -> H.Run:
@@ -622,12 +634,14 @@ def _run_with_stdout_closed(args) -> H.Run:
 
 
 @pytest.mark.parametrize("name", sorted(n for n, a in CATALOGUE.items() if a.api))
-def test_api_attack(name, tmp):
+def test_api_attack(name, tmp_path):
     attack = CATALOGUE[name]
     with pytest.raises(attack.error) as err:
-        attack.api(tmp)
+        attack.api(tmp_path)
     assert type(err.value) is attack.error and isinstance(err.value, CompatError)
     assert "\n" not in str(err.value)
+    if attack.build is None:
+        assert attack.phrase in str(err.value), str(err.value)
 
 
 def test_catalogue_covers_every_class():
