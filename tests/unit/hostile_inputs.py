@@ -231,3 +231,28 @@ def sparse(path: Path, size: int) -> Path:
     with open(path, "wb") as fh:
         fh.truncate(size)
     return path
+
+
+def xz_demanding_dictionary(data: bytes, props: int = 40) -> bytes:
+    """``data`` as .xz whose LZMA2 filter asks the decoder for a huge dictionary (props 40: 4 GiB - 1), made by
+    patching one byte of the block header and its CRC32 (compressing with such a dictionary would take GiBs)."""
+    import lzma
+
+    xz = bytearray(lzma.compress(data, format=lzma.FORMAT_XZ))
+    start = 12  # after the stream header
+    size = (xz[start] + 1) * 4
+    flags, at = xz[start + 1], start + 2
+
+    def skip_vli(i: int) -> int:
+        while xz[i] & 0x80:
+            i += 1
+        return i + 1
+
+    if flags & 0x40:  # compressed size present
+        at = skip_vli(at)
+    if flags & 0x80:  # uncompressed size present
+        at = skip_vli(at)
+    assert xz[at] == 0x21 and xz[at + 1] == 1, "expected one LZMA2 filter with one property byte"
+    xz[at + 2] = props
+    xz[start + size - 4:start + size] = struct.pack("<I", zlib.crc32(bytes(xz[start:start + size - 4])))
+    return bytes(xz)

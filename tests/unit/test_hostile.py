@@ -143,10 +143,7 @@ def _many_tar_members() -> bytes:
 
 
 def _xz_huge_dictionary() -> bytes:
-    import lzma
-
-    return lzma.compress(H.sdist_bytes(H.sdist_members("0.20.0")), format=lzma.FORMAT_XZ,
-                         filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1536 << 20}])
+    return H.xz_demanding_dictionary(H.sdist_bytes(H.sdist_members("0.20.0")))
 
 
 def _tree_with(mutate) -> Callable[[Path], dict]:
@@ -318,7 +315,7 @@ CATALOGUE: dict[str, Attack] = {
         1, _sdist(_pax_header_bomb), 3, f"unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap",
         max_rss_mib=MAX_TAR_STREAM_BYTES / H.MIB + BOMB_RSS_MIB),
     "tar-many-members": Attack(1, _sdist(_many_tar_members), 3, "has over 50000 members"),
-    "tar-xz-asks-for-a-1.5-gib-dictionary": Attack(1, _sdist(_xz_huge_dictionary), 3, "Memory usage limit"),
+    "tar-xz-asks-for-a-4-gib-dictionary": Attack(1, _sdist(_xz_huge_dictionary), 3, "Memory usage limit"),
     "candidate-over-cap": Attack(
         1, lambda tmp: cli("gate", H.sparse(tmp / "megatron_core-0.20.0-py3-none-any.whl", MAX_ARCHIVE_BYTES + 1)),
         3, f"over the {MAX_ARCHIVE_BYTES}-byte read cap"),
@@ -664,7 +661,7 @@ def _concurrent_accepts(tmp: Path, versions, *, disable_lock: bool = False):
     reg, mat = _registry_copy(tmp), _matrix(tmp)
     disable = ("import contextlib, compat.fsutil as f\nf.locked = lambda *a, **k: contextlib.nullcontext()\n"
                if disable_lock else "")
-    script = SLOW_READ.format(pause=1.0, disable=disable)
+    script = SLOW_READ.format(pause=0.6, disable=disable)
     env = {**os.environ, "PYTHONPATH": str(H.ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", script, "gate",
                                H.wheel(tmp / f"megatron_core-{v}-py3-none-any.whl", version=v), "--registry", reg,
