@@ -116,16 +116,22 @@ MAX_ERROR_CHARS = 2000
 TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
 
 
-def _error(message: str) -> int:
-    """Exit 3: one line on stderr, whatever the message holds (newlines, ANSI escapes, a megabyte of text)."""
+def message_line(message) -> str:
+    """Any message as one bounded line: newlines joined, other control characters escaped, length capped."""
     from .gate.markdown import one_line
 
-    line = one_line(re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message)))  # lines joined; other controls escaped
-    if len(line) > MAX_ERROR_CHARS:
-        line = f"{line[:MAX_ERROR_CHARS]}... ({len(line) - MAX_ERROR_CHARS} more characters)"
+    line = one_line(re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message)))
+    if len(line) > MAX_ERROR_CHARS:  # cut the middle: the cause of an error usually comes last
+        half = MAX_ERROR_CHARS // 2
+        line = f"{line[:half]}...({len(line) - 2 * half} characters left out)...{line[-half:]}"
+    return line
+
+
+def _error(message: str) -> int:
+    """Exit 3: one line on stderr, whatever the message holds (newlines, ANSI escapes, a megabyte of text)."""
     try:
         if sys.stderr is not None:
-            print(f"error: {line}", file=sys.stderr, flush=True)
+            print(f"error: {message_line(message)}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr is gone too: the exit code is all that is left
     return 3

@@ -10,7 +10,6 @@ from .accept import accept
 from .candidate import GateUsageError
 from .core import gate, load_registry, resolve_against
 from . import __doc__ as GATE_DOC
-from .markdown import one_line
 
 
 def _json_safe(obj):
@@ -37,7 +36,9 @@ def cmd_gate(args) -> int:
         if args.accept:
             accept(report, registry, matrix, replace=args.replace)
     except GateUsageError as exc:
-        print(f"usage error: {one_line(exc)}", file=sys.stderr)
+        from ..cli import message_line
+
+        print(f"usage error: {message_line(exc)}", file=sys.stderr)
         return 2
     print(json.dumps(_json_safe(report.to_dict()), indent=1, default=str, allow_nan=False) if args.json
           else report.to_markdown())
