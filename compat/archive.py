@@ -4,7 +4,8 @@ Every read is capped: the archive itself, each member, the number of members, a 
 decompressed tar stream. A cap that is hit raises ``CandidateError`` naming the cap, so the CLI exits 3 with one
 line. Only regular files are read: a FIFO or a device (``/dev/zero``) is refused without blocking (opened
 non-blocking, checked with fstat, then read). Compressed tar streams are decompressed here through a capped reader,
-so no tar header (a pax record, a GNU long name, a member that claims 1 GiB) can make tarfile read past the cap.
+and a member or extended header (pax record, GNU long name) that claims more than its cap is refused from its
+header, before tarfile reads or skips it.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ MAX_METADATA_BYTES = 1 * MIB
 MAX_MEMBERS = 50_000  # files in an archive; files and directories walked in a tree
 MAX_TAR_STREAM_BYTES = 256 * MIB  # how much of a decompressed tar stream we read (sdists unpack to < 30 MB)
 MAX_ZIP_DIRECTORY_BYTES = MAX_MEMBERS * 160  # a zip's central directory is parsed whole, before any count check
+MAX_TAR_HEADER_BYTES = 1 * MIB  # a pax record or GNU long name, which tarfile reads whole before the next member
+_TAR_EXTENDED_HEADERS = {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+                         tarfile.GNUTYPE_LONGLINK}
 MAX_XZ_MEMORY = 128 * MIB  # an .xz header may ask for a 1.5 GiB dictionary; liblzma refuses past this
 _COMPRESSIONS = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 _DIST_INFO_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
@@ -154,6 +158,27 @@ class _Decompressing(io.RawIOBase):
                 return len(out)
 
 
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's header parsing, minus what a header can make it hold in memory: an extended header (pax record,
+    GNU long name) over MAX_TAR_HEADER_BYTES is refused before it is read, and so is every sparse member (old GNU
+    sparse headers chain extension blocks without end; a pax GNU.sparse 1.0 map is read to a count the data gives).
+    The hooks are TarInfo's own methods, which TarFile calls through ``tarinfo=``; the stream cap stays underneath."""
+
+    def _proc_member(self, tarfile_):  # called by TarInfo.fromtarfile for every header
+        if self.type in _TAR_EXTENDED_HEADERS and self.size > MAX_TAR_HEADER_BYTES:
+            raise CandidateError(f"an extended tar header ({_show(self.name)}) claims {self.size} bytes, over the "
+                                 f"{MAX_TAR_HEADER_BYTES}-byte cap")
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            self._refuse_sparse()
+        return super()._proc_member(tarfile_)
+
+    def _refuse_sparse(self, *args):  # pax variants get (next member, pax headers, tarfile)
+        member = args[0] if args and isinstance(args[0], tarfile.TarInfo) else self
+        raise CandidateError(f"tar member {_show(member.name)} is a sparse file; sparse members are not read")
+
+    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
+
+
 class _TarMember:
     __slots__ = ("size", "data")
 
@@ -209,11 +234,15 @@ class Source:
         """One pass over the decompressed stream, keeping each regular member of at most MAX_MEMBER_BYTES."""
         count = 0
         try:
-            with tarfile.open(fileobj=_CappedReader(_decompressor(data), MAX_TAR_STREAM_BYTES), mode="r|") as tar:
+            with tarfile.open(fileobj=_CappedReader(_decompressor(data), MAX_TAR_STREAM_BYTES), mode="r|",
+                              tarinfo=_BoundedTarInfo) as tar:
                 for member in tar:
                     count += 1
                     if count > MAX_MEMBERS:
                         raise CandidateError(f"{_show(self.label)} has over {MAX_MEMBERS} members")
+                    if member.offset_data + member.size > MAX_TAR_STREAM_BYTES:  # refused before it is inflated
+                        raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap "
+                                             f"(member {_show(member.name)} claims {member.size} bytes)")
                     if not member.isfile() or member.name in self._members:
                         continue
                     body = None

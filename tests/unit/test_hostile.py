@@ -27,8 +27,8 @@ import compat
 import hostile_inputs as H
 from compat import CompatError, VersionError
 from compat import vendor as vendor_module
-from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_STREAM_BYTES,
-                            CandidateError, open_source)
+from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
+                            MAX_TAR_STREAM_BYTES, CandidateError, open_source)
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.gate.accept import ReplaceRefusedError
 from compat.gate.registry_file import RegistryFileError, read_registry
@@ -135,6 +135,11 @@ def _deflate_piece(data: bytes) -> bytes:
 def _pax_header_bomb() -> bytes:
     """A pax extended header that claims 1 GiB: tarfile reads a pax record whole, before the member it describes."""
     return H.gzip_of_deflate(H.deflate_zeros(1024, prefix=H.tar_header("././@PaxHeader", 1 << 30, tarfile.XHDTYPE)))
+
+
+def _gnu_longname_bomb() -> bytes:
+    header = H.tar_header("././@LongLink", 1 << 30, tarfile.GNUTYPE_LONGNAME)
+    return H.gzip_of_deflate(H.deflate_zeros(1024, prefix=header))
 
 
 def _many_tar_members() -> bytes:
@@ -312,8 +317,17 @@ CATALOGUE: dict[str, Attack] = {
         1, _sdist(_tar_stream_bomb), 3, f"unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap",
         max_rss_mib=BOMB_RSS_MIB),
     "tar-pax-header-bomb": Attack(
-        1, _sdist(_pax_header_bomb), 3, f"unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap",
-        max_rss_mib=MAX_TAR_STREAM_BYTES / H.MIB + BOMB_RSS_MIB),
+        1, _sdist(_pax_header_bomb), 3, f"claims 1073741824 bytes, over the {MAX_TAR_HEADER_BYTES}-byte cap",
+        max_rss_mib=BOMB_RSS_MIB),
+    "tar-gnu-longname-bomb": Attack(
+        1, _sdist(_gnu_longname_bomb), 3, f"over the {MAX_TAR_HEADER_BYTES}-byte cap", max_rss_mib=BOMB_RSS_MIB),
+    "tar-gnu-sparse-extension-chain": Attack(1, _sdist(H.gnu_sparse_bomb), 3, "sparse members are not read",
+                                             max_rss_mib=BOMB_RSS_MIB),
+    "tar-pax-sparse-map-of-a-billion-numbers": Attack(
+        1, _sdist(H.pax_sparse_map_bomb), 3, "'megatron_core-0.20.0/sparse' is a sparse file", max_rss_mib=BOMB_RSS_MIB),
+    "tar-extended-headers-within-caps": Attack(
+        1, _sdist(lambda: H.sdist_bytes([H.tar_member("megatron_core-0.20.0/" + "d" * 300 + "/x", b"x"),
+                                         *H.sdist_members("0.20.0")])), 0, "COMPATIBLE"),
     "tar-many-members": Attack(1, _sdist(_many_tar_members), 3, "has over 50000 members"),
     "tar-xz-asks-for-a-4-gib-dictionary": Attack(1, _sdist(_xz_huge_dictionary), 3, "Memory usage limit"),
     "candidate-over-cap": Attack(
