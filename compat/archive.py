@@ -29,6 +29,7 @@ MAX_MEMBERS = 50_000  # files in an archive; files and directories walked in a t
 MAX_TAR_STREAM_BYTES = 256 * MIB  # how much of a decompressed tar stream we read (sdists unpack to < 30 MB)
 MAX_ZIP_DIRECTORY_BYTES = MAX_MEMBERS * 160  # a zip's central directory is parsed whole, before any count check
 MAX_TAR_HEADER_BYTES = 1 * MIB  # a pax record or GNU long name, which tarfile reads whole before the next member
+MAX_TAR_HEADERS_TOTAL = 16 * MIB  # all of them together (pax global headers accumulate in one dict)
 _TAR_EXTENDED_HEADERS = {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
                          tarfile.GNUTYPE_LONGLINK}
 MAX_XZ_MEMORY = 128 * MIB  # an .xz header may ask for a 1.5 GiB dictionary; liblzma refuses past this
@@ -165,9 +166,14 @@ class _BoundedTarInfo(tarfile.TarInfo):
     The hooks are TarInfo's own methods, which TarFile calls through ``tarinfo=``; the stream cap stays underneath."""
 
     def _proc_member(self, tarfile_):  # called by TarInfo.fromtarfile for every header
-        if self.type in _TAR_EXTENDED_HEADERS and self.size > MAX_TAR_HEADER_BYTES:
-            raise CandidateError(f"an extended tar header ({_show(self.name)}) claims {self.size} bytes, over the "
-                                 f"{MAX_TAR_HEADER_BYTES}-byte cap")
+        if self.type in _TAR_EXTENDED_HEADERS:
+            if self.size > MAX_TAR_HEADER_BYTES:
+                raise CandidateError(f"an extended tar header ({_show(self.name)}) claims {self.size} bytes, over "
+                                     f"the {MAX_TAR_HEADER_BYTES}-byte cap")
+            total = getattr(tarfile_, "_compat_extended_bytes", 0) + self.size
+            if total > MAX_TAR_HEADERS_TOTAL:
+                raise CandidateError(f"the extended tar headers add up to over the {MAX_TAR_HEADERS_TOTAL}-byte cap")
+            tarfile_._compat_extended_bytes = total
         if self.type == tarfile.GNUTYPE_SPARSE:
             self._refuse_sparse()
         return super()._proc_member(tarfile_)

@@ -28,7 +28,7 @@ import hostile_inputs as H
 from compat import CompatError, VersionError
 from compat import vendor as vendor_module
 from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
-                            MAX_TAR_STREAM_BYTES, CandidateError, open_source)
+                            MAX_TAR_HEADERS_TOTAL, MAX_TAR_STREAM_BYTES, CandidateError, open_source)
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.gate.accept import ReplaceRefusedError
 from compat.gate.registry_file import RegistryFileError, read_registry
@@ -135,6 +135,19 @@ def _deflate_piece(data: bytes) -> bytes:
 def _pax_header_bomb() -> bytes:
     """A pax extended header that claims 1 GiB: tarfile reads a pax record whole, before the member it describes."""
     return H.gzip_of_deflate(H.deflate_zeros(1024, prefix=H.tar_header("././@PaxHeader", 1 << 30, tarfile.XHDTYPE)))
+
+
+def _pax_global_headers() -> bytes:
+    """Pax global headers of just under 1 MiB each, with distinct keys: each one alone is within its cap, and
+    tarfile merges them all into one dict."""
+    blocks = []
+    for i in range(24):
+        info = tarfile.TarInfo("pax_global_header")
+        info.type = tarfile.XGLTYPE
+        info.pax_headers = {f"k{i}.{j}": "v" * 1000 for j in range(1000)}
+        blocks.append(info.tobuf(format=tarfile.PAX_FORMAT))
+    return H.gzip_of_deflate(_deflate_piece(b"".join(blocks) + H.sdist_bytes(H.sdist_members("0.20.0")))
+                             + b"\x03\x00")
 
 
 def _gnu_longname_bomb() -> bytes:
@@ -321,6 +334,9 @@ CATALOGUE: dict[str, Attack] = {
         max_rss_mib=BOMB_RSS_MIB),
     "tar-gnu-longname-bomb": Attack(
         1, _sdist(_gnu_longname_bomb), 3, f"over the {MAX_TAR_HEADER_BYTES}-byte cap", max_rss_mib=BOMB_RSS_MIB),
+    "tar-pax-global-headers-add-up": Attack(1, _sdist(_pax_global_headers), 3,
+                                            f"add up to over the {MAX_TAR_HEADERS_TOTAL}-byte cap",
+                                            max_rss_mib=BOMB_RSS_MIB),
     "tar-gnu-sparse-extension-chain": Attack(1, _sdist(H.gnu_sparse_bomb), 3, "sparse members are not read",
                                              max_rss_mib=BOMB_RSS_MIB),
     "tar-pax-sparse-map-of-a-billion-numbers": Attack(
