@@ -64,7 +64,8 @@ def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-                raise AssertionError(f"{' '.join(map(str, args))[:200]} did not finish in {timeout}s (a hang)") from None
+                shown = " ".join(map(str, args))[:200]
+                raise AssertionError(f"{shown} did not finish in {timeout}s (a hang)") from None
             out.seek(0)
             err.seek(0)
             rss = int(peak.read_text()) / 1024 if peak.is_file() else float("nan")

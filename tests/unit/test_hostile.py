@@ -340,7 +340,8 @@ CATALOGUE: dict[str, Attack] = {
     "tar-gnu-sparse-extension-chain": Attack(1, _sdist(H.gnu_sparse_bomb), 3, "sparse members are not read",
                                              max_rss_mib=BOMB_RSS_MIB),
     "tar-pax-sparse-map-of-a-billion-numbers": Attack(
-        1, _sdist(H.pax_sparse_map_bomb), 3, "'megatron_core-0.20.0/sparse' is a sparse file", max_rss_mib=BOMB_RSS_MIB),
+        1, _sdist(H.pax_sparse_map_bomb), 3, "'megatron_core-0.20.0/sparse' is a sparse file",
+        max_rss_mib=BOMB_RSS_MIB),
     "tar-extended-headers-within-caps": Attack(
         1, _sdist(lambda: H.sdist_bytes([H.tar_member("megatron_core-0.20.0/" + "d" * 300 + "/x", b"x"),
                                          *H.sdist_members("0.20.0")])), 0, "COMPATIBLE"),
