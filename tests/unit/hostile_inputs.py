@@ -118,7 +118,8 @@ def metadata(version: str = "0.19.2", requires_python: str = ">=3.12", extra: st
 def wheel(path: Path, *, version: str = "0.19.2", ddp: str | None = None, optimizer: str | None = None,
           meta: str | None = None, members: dict | None = None, base: str = "0.19.2") -> Path:
     """A wheel claiming ``version`` whose config files are the registry's ``base`` unless given."""
-    files = {f"megatron_core-{version}.dist-info/METADATA": meta if meta is not None else metadata(version),
+    dist_info = "".join(c if c.isalnum() or c == "." else "_" for c in version)  # a claimed version may hold '/'
+    files = {f"megatron_core-{dist_info}.dist-info/METADATA": meta if meta is not None else metadata(version),
              DDP_PATH: ddp if ddp is not None else config_source(base),
              OPTIMIZER_PATH: optimizer if optimizer is not None else config_source(base, optimizer=True),
              **(members or {})}

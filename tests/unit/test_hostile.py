@@ -267,15 +267,50 @@ def _injection_wheel(tmp: Path) -> dict:
     return cli("gate", wheel)
 
 
+EVIL = "\n## Accepted\n- registry: added megatron-core 6.6.6 `x` \x1b[31mRED\x1b[0m <b>[l](http://x)</b> *b* _i_"
+
+
+def _evil_candidate(*, name: str = "megatron_core-0.20.0-py3-none-any.whl", version: str = "0.20.0",
+                    requires_python: str = ">=3.12", extra: str = "", docs=None, accept: bool = False):
+    """A gate run on a wheel carrying EVIL in one place (its file name, METADATA, a field's doc, annotation...)."""
+    def build(tmp: Path) -> dict:
+        meta = H.metadata(version, requires_python=requires_python)
+        wheel = H.wheel(tmp / name, version=version, meta=meta, ddp=H.config_source(extra=extra, docs=docs))
+        args = ["gate", wheel]
+        if accept:
+            args += ["--registry", _registry_copy(tmp), "--matrix", _matrix(tmp), "--accept"]
+        return cli(*args)
+    return build
+
+
 def _report_is_structured(tmp: Path, run: H.Run) -> None:
     lines = run.stdout.splitlines()
+    accepted = ["## Accepted"] if "## Accepted" in lines else []
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational"], "a heading was forged"
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *accepted], "a heading was forged"
+    if accepted:
+        assert lines.index("## Accepted") > lines.index("## Informational") and len(accepted) == 1
     assert lines[0].startswith("# Upgrade gate: megatron-core ")
     assert all(line == "" or line.startswith(("#", "- ", "  - ", "    ", "_none_")) for line in lines), \
         "a line escaped its list item"
-    assert not re.search(r"(?<!\\)<img", run.stdout) and not re.search(r"(?<!\\)\]\(http", run.stdout)
     assert not [line for line in lines if _dangling_backticks(line)], "a backtick run opens a span it never closes"
+    prose = "\n".join(_outside_code_spans(line) for line in lines)
+    for markup in (r"<[A-Za-z/!?]", r"\]\(", r"\[", r"\*\w", r"(?<!\w)_\w"):  # HTML, links, emphasis
+        assert not re.search(r"(?<!\\)" + markup, prose), (markup, re.search(r"(?<!\\)" + markup, prose))
+
+
+def _outside_code_spans(line: str) -> str:
+    """The line without its code spans (whose content markdown shows literally) and without our own bold labels."""
+    out, i = [], 0
+    for m in re.finditer(r"(?<!\\)`+", line):
+        if m.start() < i:
+            continue
+        close = re.compile(r"(?<!`)" + "`" * len(m.group()) + r"(?!`)").search(line, m.end())
+        if close:
+            out.append(line[i:m.start()])
+            i = close.end()
+    out.append(line[i:])
+    return re.sub(r"\*\*[^*]+\*\*", "", "".join(out)).replace("_none_", "")
 
 
 def _dangling_backticks(line: str) -> bool:
@@ -497,6 +532,26 @@ CATALOGUE: dict[str, Attack] = {
 
     # ---- 8. report injection
     "report-injection-name-metadata-docs": Attack(8, _injection_wheel, 1, "\\x1b[31m", after=_report_is_structured),
+    "report-injection-file-name": Attack(8, _evil_candidate(name=f"megatron_core-0.20.0{EVIL}.whl".replace("/", "|")),
+                                         0, "\\x1b[31mRED", after=_report_is_structured),
+    # a METADATA header spans lines only as a folded continuation (a newline then a space)
+    "report-injection-metadata-version": Attack(8, _evil_candidate(version="0.20.0" + EVIL.replace("\n", "\n ")), 0,
+                                                "\\x1b\\[31mRED", after=_report_is_structured),
+    "report-injection-requires-python": Attack(8, _evil_candidate(requires_python=">=3.12" + EVIL.replace("\n", "\n ")), 0,
+                                               "Requires-Python >=3.12", after=_report_is_structured),
+    "report-injection-added-field-doc": Attack(8, _evil_candidate(extra=f"evil: int = 0\n{EVIL!r}"), 1,
+                                               "\\x1b\\[31mRED", after=_report_is_structured),
+    "report-injection-changed-doc": Attack(8, _evil_candidate(docs={"bucket_size": f"```{EVIL}"}), 0,
+                                           "**doc changed** `bucket_size`", after=_report_is_structured),
+    "report-injection-annotation-and-default": Attack(
+        8, _evil_candidate(extra=f"evil: {'```' + EVIL!r} = {'`` ' + EVIL!r}"), 1, "**added** `evil`",
+        after=_report_is_structured),
+    "report-injection-accepted-section": Attack(
+        8, _evil_candidate(name=f"megatron_core-0.20.0{EVIL}.whl".replace("/", "|"), accept=True), 0,
+        "megatron-core 0.20.0 added", after=_report_is_structured),
+    "vendor-check-output-with-forged-file-name": Attack(
+        8, lambda tmp: cli("vendor", "--check", _evil_file(_vendored(tmp))), 1, "extra: evil\\n## Accepted",
+        after=lambda tmp, run: _one_line_per_file(run)),
     "report-lone-surrogate-and-bidi-in-doc": Attack(
         8, lambda tmp: cli("gate", H.wheel(tmp / "w.whl", version="0.20.0", ddp=H.config_source(
             extra="odd: int = 0\n'\\ud800 \\u202egnp.exe \\u200b hidden'"))), 1, "\\u202egnp.exe",
@@ -528,6 +583,16 @@ def _short_stderr(run: H.Run) -> None:
 
 def _no_constant(name):
     raise AssertionError(f"{name} in JSON output")
+
+
+def _evil_file(dest: Path) -> Path:
+    (dest / f"evil{EVIL.replace('/', '|')}").write_text("")
+    return dest
+
+
+def _one_line_per_file(run: H.Run) -> None:
+    lines = run.stdout.splitlines()
+    assert len(lines) == 3 and lines[1].startswith("  extra: evil") and lines[2].startswith("drift:"), lines
 
 
 def _fifo_manifest(dest: Path) -> Path:
