@@ -1,11 +1,15 @@
 """Bounded, in-memory reads of a wheel, an sdist or a source tree. Nothing is unpacked to disk, imported or run.
 
-Every read is capped: the archive itself, each member, the number of members and (for tar) how far into the
-decompressed stream a member may sit. A cap that is hit raises ``CandidateError`` naming the cap, so the CLI
-exits 3 with one line. Only regular files are read: a FIFO or a device (``/dev/zero``) is refused, not opened.
+Every read is capped: the archive itself, each member, the number of members, a zip's central directory and the
+decompressed tar stream. A cap that is hit raises ``CandidateError`` naming the cap, so the CLI exits 3 with one
+line. Only regular files are read: a FIFO or a device (``/dev/zero``) is refused without blocking (opened
+non-blocking, checked with fstat, then read). Compressed tar streams are decompressed here through a capped reader,
+and a member or extended header (pax record, GNU long name) that claims more than its cap is refused from its
+header, before tarfile reads or skips it.
 """
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import re
@@ -21,19 +25,18 @@ MIB = 1 << 20
 MAX_ARCHIVE_BYTES = 256 * MIB  # megatron-core wheels are 1-4 MB, sdists under 20 MB
 MAX_MEMBER_BYTES = 8 * MIB  # the largest megatron .py file is under 1 MB
 MAX_METADATA_BYTES = 1 * MIB
-MAX_MEMBERS = 50_000
-MAX_TAR_STREAM_BYTES = 1024 * MIB  # how far into a compressed tar stream we follow members
+MAX_MEMBERS = 50_000  # files in an archive; files and directories walked in a tree
+MAX_TAR_STREAM_BYTES = 256 * MIB  # how much of a decompressed tar stream we read (sdists unpack to < 30 MB)
+MAX_ZIP_DIRECTORY_BYTES = MAX_MEMBERS * 160  # a zip's central directory is parsed whole, before any count check
+MAX_TAR_HEADER_BYTES = 1 * MIB  # a pax record or GNU long name, which tarfile reads whole before the next member
+MAX_TAR_HEADERS_TOTAL = 16 * MIB  # all of them together (pax global headers accumulate in one dict)
+_TAR_EXTENDED_HEADERS = {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
+                         tarfile.GNUTYPE_LONGLINK}
+MAX_XZ_MEMORY = 128 * MIB  # an .xz header may ask for a 1.5 GiB dictionary; liblzma refuses past this
+_COMPRESSIONS = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "lzma"))
 _DIST_INFO_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
-
-
-def _regular_file(path: Path, what: str) -> os.stat_result:
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise CandidateError(f"cannot read {what} {_show(path)}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise CandidateError(f"{what} {_show(path)} is not a regular file (a FIFO, device or socket is not read)")
-    return st
+_READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, OSError, EOFError, ValueError,
+                NotImplementedError, RuntimeError, KeyError, IndexError, OverflowError)  # RuntimeError: encrypted zip
 
 
 def _show(path) -> str:
@@ -42,19 +45,151 @@ def _show(path) -> str:
     return repr(text if len(text) <= 200 else text[:200] + "...")
 
 
-def read_file(path: Path, limit: int = MAX_MEMBER_BYTES, what: str = "file") -> bytes:
-    """A regular file's bytes, refusing anything over ``limit``."""
-    st = _regular_file(path, what)
-    if st.st_size > limit:
-        raise CandidateError(f"{what} {_show(path)} is {st.st_size} bytes, over the {limit}-byte read cap")
+def _flat(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def read_file(path, limit: int = MAX_MEMBER_BYTES, what: str = "file", *, follow_symlinks: bool = True,
+              error: type[Exception] = CandidateError) -> bytes:
+    """A regular file's bytes, refusing anything over ``limit``, a FIFO, a device or a socket (without blocking on
+    it), and with ``follow_symlinks=False`` a symlink. Failures raise ``error`` (a CompatError) in one line."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        if not follow_symlinks and os.path.islink(path):
+            raise error(f"{what} {_show(path)} is a symlink; it is not followed")
+        fd = os.open(path, flags)
     except OSError as exc:
-        raise CandidateError(f"cannot read {what} {_show(path)}: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise CandidateError(f"{what} {_show(path)} grew past the {limit}-byte read cap while being read")
-    return data
+        raise error(f"cannot read {what} {_show(path)}: {exc.strerror or _flat(exc)}") from None
+    except ValueError as exc:  # an embedded NUL byte
+        raise error(f"cannot read {what} {_show(path)}: {_flat(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
+            raise error(f"{what} {_show(path)} is not a regular file ({kind}); it is not read")
+        if st.st_size > limit:
+            raise error(f"{what} {_show(path)} is {st.st_size} bytes, over the {limit}-byte read cap")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise error(f"cannot read {what} {_show(path)}: {exc.strerror or _flat(exc)}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise error(f"{what} {_show(path)} grew past the {limit}-byte read cap while being read")
+    return b"".join(chunks)
+
+
+class _StreamCapHit(Exception):
+    """Raised inside tarfile's reads; turned into a CandidateError by Source (tarfile would rewrap a ValueError)."""
+
+
+class _CappedReader(io.RawIOBase):
+    """A read-only stream that refuses to deliver more than ``cap`` bytes of ``raw`` (a decompressor)."""
+
+    def __init__(self, raw, cap: int):
+        self._raw, self._cap, self._pos = raw, cap, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        room = self._cap - self._pos
+        if room <= 0:
+            if self._raw.read(1):
+                raise _StreamCapHit()
+            return 0
+        view = memoryview(buffer)[:room]
+        data = self._raw.read(len(view))
+        view[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+def _decompressor(data: bytes):
+    """A file object of the decompressed tar stream (gzip, bz2, xz, or plain tar)."""
+    for magic, module in _COMPRESSIONS:
+        if data.startswith(magic):
+            try:
+                mod = importlib.import_module(module)
+            except ImportError:
+                raise CandidateError(f"this Python has no {module} module to decompress the sdist") from None
+            if module == "gzip":
+                return mod.GzipFile(fileobj=io.BytesIO(data))
+            if module == "bz2":
+                return _Decompressing(data, mod.BZ2Decompressor)
+            return _Decompressing(data, lambda: mod.LZMADecompressor(memlimit=MAX_XZ_MEMORY))
+    return io.BytesIO(data)
+
+
+class _Decompressing(io.RawIOBase):
+    """Incremental bz2/xz decompression (several concatenated streams), ``max_length`` at a time; unlike LZMAFile
+    it lets the xz decompressor have a memory limit."""
+
+    def __init__(self, data: bytes, factory):
+        self._src, self._factory = io.BytesIO(data), factory
+        self._dec = factory()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while True:
+            if self._dec.eof:
+                rest = self._dec.unused_data + self._src.read()
+                if not rest:
+                    return 0
+                self._dec, self._src = self._factory(), io.BytesIO(rest)
+            chunk = self._src.read(1 << 16) if self._dec.needs_input else b""
+            if self._dec.needs_input and not chunk:
+                raise EOFError("compressed stream ended before the end-of-stream marker")
+            try:
+                out = self._dec.decompress(chunk, len(buffer))
+            except Exception as exc:  # lzma.LZMAError (memory limit, corrupt data) is not an OSError
+                raise OSError(f"{type(exc).__name__}: {exc}") from None
+            if out:
+                buffer[:len(out)] = out
+                return len(out)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile's header parsing, minus what a header can make it hold in memory: an extended header (pax record,
+    GNU long name) over MAX_TAR_HEADER_BYTES is refused before it is read, and so is every sparse member (old GNU
+    sparse headers chain extension blocks without end; a pax GNU.sparse 1.0 map is read to a count the data gives).
+    The hooks are TarInfo's own methods, which TarFile calls through ``tarinfo=``; the stream cap stays underneath."""
+
+    def _proc_member(self, tarfile_):  # called by TarInfo.fromtarfile for every header
+        if self.type in _TAR_EXTENDED_HEADERS:
+            if self.size > MAX_TAR_HEADER_BYTES:
+                raise CandidateError(f"an extended tar header ({_show(self.name)}) claims {self.size} bytes, over "
+                                     f"the {MAX_TAR_HEADER_BYTES}-byte cap")
+            total = getattr(tarfile_, "_compat_extended_bytes", 0) + self.size
+            if total > MAX_TAR_HEADERS_TOTAL:
+                raise CandidateError(f"the extended tar headers add up to over the {MAX_TAR_HEADERS_TOTAL}-byte cap")
+            tarfile_._compat_extended_bytes = total
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            self._refuse_sparse()
+        return super()._proc_member(tarfile_)
+
+    def _refuse_sparse(self, *args):  # pax variants get (next member, pax headers, tarfile)
+        member = args[0] if args and isinstance(args[0], tarfile.TarInfo) else self
+        raise CandidateError(f"tar member {_show(member.name)} is a sparse file; sparse members are not read")
+
+    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
+
+
+class _TarMember:
+    __slots__ = ("size", "data")
+
+    def __init__(self, size: int, data: bytes | None):
+        self.size, self.data = size, data
 
 
 class Source:
@@ -62,9 +197,9 @@ class Source:
 
     def __init__(self, path: Path):
         self.path, self.label = path, path.name or str(path)
-        self._zip = self._tar = None
+        self._zip = None
         self._members: dict[str, object] = {}
-        if path.is_dir() and not path.is_symlink():
+        if _is_real_dir(path):
             self.kind = "tree"
             return
         data = read_file(path, MAX_ARCHIVE_BYTES, "candidate")
@@ -78,63 +213,88 @@ class Source:
     # ---- opening -----------------------------------------------------------------------------------------------
     def _open_zip(self, data: bytes) -> None:
         try:
+            self._check_zip_directory(data)
             self._zip = zipfile.ZipFile(io.BytesIO(data))
             infos = self._zip.infolist()
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            raise CandidateError(f"{_show(self.label)} is not a readable wheel: {exc}") from None
+        except CandidateError:
+            raise
+        except _READ_ERRORS as exc:
+            raise CandidateError(f"{_show(self.label)} is not a readable wheel: {_flat(exc)}") from None
         if len(infos) > MAX_MEMBERS:
             raise CandidateError(f"{_show(self.label)} has {len(infos)} members, over the {MAX_MEMBERS} cap")
         for info in infos:
             if not info.is_dir():
                 self._members.setdefault(info.filename, info)
 
+    def _check_zip_directory(self, data: bytes) -> None:
+        """zipfile parses the whole central directory into memory: refuse a huge one from its end record first."""
+        end = zipfile._EndRecData(io.BytesIO(data))  # noqa: SLF001  (stable since Python 2; no public equivalent)
+        if not end:
+            return  # zipfile raises its own BadZipFile
+        entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]  # noqa: SLF001
+        if entries > MAX_MEMBERS or size > MAX_ZIP_DIRECTORY_BYTES:
+            raise CandidateError(f"{_show(self.label)} lists {entries} members in a {size}-byte directory, over the "
+                                 f"{MAX_MEMBERS}-member / {MAX_ZIP_DIRECTORY_BYTES}-byte cap")
+
     def _open_tar(self, data: bytes) -> None:
+        """One pass over the decompressed stream, keeping each regular member of at most MAX_MEMBER_BYTES."""
+        count = 0
         try:
-            self._tar = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
-            count = 0
-            while (member := self._tar.next()) is not None:
-                count += 1
-                if count > MAX_MEMBERS:
-                    raise CandidateError(f"{_show(self.label)} has over {MAX_MEMBERS} members")
-                if member.offset_data + member.size > MAX_TAR_STREAM_BYTES:
-                    raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap")
-                if member.isfile():
-                    self._members.setdefault(member.name, member)
-        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-            raise CandidateError(f"{_show(self.label)} is not a readable wheel or sdist: "
-                                 f"{' '.join(str(exc).split())}") from None
+            with tarfile.open(fileobj=_CappedReader(_decompressor(data), MAX_TAR_STREAM_BYTES), mode="r|",
+                              tarinfo=_BoundedTarInfo) as tar:
+                for member in tar:
+                    count += 1
+                    if count > MAX_MEMBERS:
+                        raise CandidateError(f"{_show(self.label)} has over {MAX_MEMBERS} members")
+                    if member.offset_data + member.size > MAX_TAR_STREAM_BYTES:  # refused before it is inflated
+                        raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap "
+                                             f"(member {_show(member.name)} claims {member.size} bytes)")
+                    if not member.isfile() or member.name in self._members:
+                        continue
+                    body = None
+                    if member.size <= MAX_MEMBER_BYTES:
+                        handle = tar.extractfile(member)
+                        body = handle.read(member.size + 1) if handle else b""
+                    self._members[member.name] = _TarMember(member.size, body)
+        except CandidateError:
+            raise
+        except _StreamCapHit:
+            raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap") from None
+        except _READ_ERRORS as exc:
+            raise CandidateError(f"{_show(self.label)} is not a readable wheel or sdist: {_flat(exc)}") from None
 
     # ---- names -------------------------------------------------------------------------------------------------
     def names(self) -> list[str]:
         if self.kind == "tree":
-            return sorted(self._walk(self.path, ""))
+            return sorted(self._walk(self.path))
         return list(self._members)
 
-    def _walk(self, root: Path, prefix: str):
+    def _walk(self, root: Path):
         """Regular files under ``root`` (posix paths relative to the source), not following symlinks."""
         count = 0
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__"
                                  and not os.path.islink(os.path.join(dirpath, d)))
             rel = Path(dirpath).relative_to(self.path).as_posix()
+            count += len(dirnames) + len(filenames)
+            if count > MAX_MEMBERS:
+                raise CandidateError(f"{_show(self.path)} holds over {MAX_MEMBERS} files and directories under "
+                                     f"{_show(Path(root).relative_to(self.path).as_posix())}")
             for name in filenames:
-                count += 1
-                if count > MAX_MEMBERS:
-                    raise CandidateError(f"{_show(self.path)} holds over {MAX_MEMBERS} files under {prefix or '.'}")
                 yield name if rel == "." else f"{rel}/{name}"
 
     def find(self, suffix: str) -> str | None:
         """The member named ``suffix`` or ending in ``/suffix`` (the shortest such name)."""
         if self.kind == "tree":
             p = self.path / suffix
-            return suffix if p.is_file() and not p.is_symlink() else None
+            return suffix if _is_real_file(p) else None
         hits = [n for n in self._members if n == suffix or n.endswith("/" + suffix)]
         return min(hits, key=len) if hits else None
 
     def package_root(self, package: str = "megatron") -> str | None:
         """The prefix under which ``package/`` sits ("" for a wheel or checkout, "name-1.0/" for an sdist)."""
         if self.kind == "tree":
-            return "" if (self.path / package).is_dir() else None
+            return "" if _is_real_dir(self.path / package) else None
         roots = {n[: n.index(package + "/")] for n in self._members if f"{package}/" in n
                  and (n.startswith(package + "/") or f"/{package}/" in n)}
         return min(roots, key=len) if roots else None
@@ -145,7 +305,7 @@ class Source:
         if root is None:
             return []
         if self.kind == "tree":
-            return sorted(f"{package}/{n}" for n in self._walk(self.path / package, package) if n.endswith(".py"))
+            return sorted(n for n in self._walk(self.path / package) if n.endswith(".py"))
         return sorted(n[len(root):] for n in self._members if n.startswith(root + package + "/") and n.endswith(".py"))
 
     # ---- reading -----------------------------------------------------------------------------------------------
@@ -157,19 +317,24 @@ class Source:
                 path = path / part
                 if part == ".." or path.is_symlink():
                     raise CandidateError(f"{_show(name)} in {_show(self.path)} leaves the tree or is a symlink")
-            return read_file(path, limit, "source file")
+            return read_file(path, limit, "source file", follow_symlinks=False)
         member = self._members.get(name)
         if member is None:
             raise CandidateError(f"{_show(self.label)} has no member {_show(name)}")
         size = member.file_size if self._zip else member.size
         if size > limit:
             raise CandidateError(f"{_show(name)} in {_show(self.label)} is {size} bytes, over the {limit}-byte cap")
-        try:
-            handle = self._zip.open(member) if self._zip else self._tar.extractfile(member)
-            data = handle.read(limit + 1) if handle else b""
-        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError, NotImplementedError) as exc:
-            raise CandidateError(f"cannot read {_show(name)} from {_show(self.label)}: "
-                                 f"{' '.join(str(exc).split())}") from None
+        if not self._zip:
+            if member.data is None:  # not kept in the single pass over the stream
+                raise CandidateError(f"{_show(name)} in {_show(self.label)} is {size} bytes, over the "
+                                     f"{MAX_MEMBER_BYTES}-byte member cap")
+            data = member.data
+        else:
+            try:
+                with self._zip.open(member) as handle:
+                    data = handle.read(limit + 1)
+            except _READ_ERRORS as exc:
+                raise CandidateError(f"cannot read {_show(name)} from {_show(self.label)}: {_flat(exc)}") from None
         if len(data) > limit:  # a header that lies about the size
             raise CandidateError(f"{_show(name)} in {_show(self.label)} inflates past the {limit}-byte cap")
         return data
@@ -181,7 +346,7 @@ class Source:
             return None
         name = root + rel
         if self.kind == "tree":
-            return self.read(name, limit) if (self.path / name).is_file() else None
+            return self.read(name, limit) if os.path.lexists(self.path / name) else None
         return self.read(name, limit) if name in self._members else None
 
     def metadata(self) -> dict[str, str]:
@@ -197,9 +362,28 @@ class Source:
         return {k: " ".join(str(v).split()) for k, v in headers.items() if k in ("Name", "Version", "Requires-Python")}
 
 
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_real_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def open_source(path) -> Source:
     """A bounded reader for a wheel, an sdist or a source tree; ``CandidateError`` if it cannot be read."""
     path = Path(path)
-    if not path.exists() and not path.is_symlink():
-        raise CandidateError(f"candidate {_show(path)} does not exist")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        raise CandidateError(f"candidate {_show(path)} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise CandidateError(f"cannot read candidate {_show(path)}: {getattr(exc, 'strerror', None) or _flat(exc)}"
+                             ) from None
     return Source(path)

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -109,10 +112,112 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+MAX_ERROR_CHARS = 2000
+TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
+
+
+def message_line(message) -> str:
+    """Any message as one bounded line: newlines joined, other control characters escaped, length capped."""
+    from .gate.markdown import one_line
+
+    line = one_line(re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message)))
+    if len(line) > MAX_ERROR_CHARS:  # cut the middle: the cause of an error usually comes last
+        half = MAX_ERROR_CHARS // 2
+        line = f"{line[:half]}...({len(line) - 2 * half} characters left out)...{line[-half:]}"
+    return line
+
+
+def _error(message: str) -> int:
+    """Exit 3: one line on stderr, whatever the message holds (newlines, ANSI escapes, a megabyte of text)."""
     try:
-        return args.func(args)
+        if sys.stderr is not None:
+            print(f"error: {message_line(message)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr is gone too: the exit code is all that is left
+    return 3
+
+
+class _StdoutFailed(Exception):
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+class _GuardedStdout:
+    """sys.stdout for the length of a command: a failed write or flush is told apart from every other OSError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """After stdout failed (a closed pipe, a full disk), point its descriptor at devnull so that the interpreter's
+    final flush cannot fail again (the recipe of https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
+def _tolerant_streams() -> None:
+    """Text that cannot be encoded (a candidate's doc on an ASCII terminal) is escaped, not a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+            pass
+
+
+def _run(argv) -> int:
+    args = build_parser().parse_args(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the output would vanish silently
+        return _error("stdout is closed; nothing was done (redirect it to a file or /dev/null instead)")
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
+    finally:
+        sys.stdout = real
+
+
+def main(argv=None) -> int:
+    """Exit codes: 0 ok, 1 drift / review needed, 2 usage, 3 the command could not be carried out (one line on
+    stderr, never a traceback)."""
+    _tolerant_streams()
+    try:
+        return _run(argv)
     except CompatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return _error(str(exc))
+    except _StdoutFailed as failed:
+        _silence_stdout()
+        if isinstance(failed.error, BrokenPipeError):
+            return _error("stdout was closed before all output was written (broken pipe)")
+        return _error(f"cannot write to stdout: {failed.error.strerror or failed.error}")
+    except OSError as exc:
+        where = f" {str(exc.filename)!r}" + (f" -> {str(exc.filename2)!r}" if exc.filename2 else "")
+        return _error(f"cannot access{where if exc.filename else ''}: {exc.strerror or exc}")
+    except (RecursionError, MemoryError) as exc:
+        return _error(f"input too deeply nested or too large to process ({type(exc).__name__})")
+    except Exception as exc:  # noqa: BLE001  a bug, reported in one line like everything else
+        if os.environ.get(TRACEBACK_ENV):
+            raise
+        return _error(f"internal error, please report it: {type(exc).__name__}: {exc} "
+                      f"(set {TRACEBACK_ENV}=1 to see the traceback)")

@@ -1,10 +1,19 @@
 """Atomic writes: a temp file in the target's directory, fsync, then ``os.replace``. A crash or a full disk leaves
-the old file intact, never a truncated one."""
+the old file intact, never a truncated one. ``locked`` serialises read-modify-write cycles across processes."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import tempfile
+import time
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+    import msvcrt
 
 from .errors import CompatError
 
@@ -15,6 +24,9 @@ class WriteError(CompatError):
 
 def atomic_write_bytes(path, data: bytes) -> None:
     path = Path(path)
+    # The rename would replace a read-only file as easily as any other; a file its owner made read-only is kept.
+    if os.path.isfile(path) and not os.path.islink(path) and not os.access(path, os.W_OK):
+        raise WriteError(f"cannot write {str(path)!r}: it is read-only; the previous content is unchanged")
     fd, tmp = None, None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -42,3 +54,47 @@ def atomic_write_bytes(path, data: bytes) -> None:
 
 def atomic_write_text(path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+LOCK_TIMEOUT_S = 300.0
+
+
+@contextlib.contextmanager
+def locked(path, timeout: float = LOCK_TIMEOUT_S):
+    """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` for a read-modify-write of ``path``.
+
+    An advisory OS lock (``fcntl.flock``; ``msvcrt.locking`` on Windows), released when the process dies. The lock
+    file is left in place: deleting it would let a waiting process lock an unlinked inode."""
+    path = Path(path)
+    if not path.name or os.path.isdir(path):  # "", ".", "/" or a directory: nothing to lock beside
+        raise WriteError(f"{str(path)!r} is a directory, not a file; nothing was written")
+    lock_path = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise WriteError(f"cannot create the lock file {str(lock_path)!r}: {exc.strerror or exc}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise WriteError(f"{str(path)!r} stayed locked by another process for {timeout:.0f}s "
+                                 f"({str(lock_path)!r}); nothing was written")
+            time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return True
+    except (BlockingIOError, PermissionError):
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EDEADLK):
+            return False
+        raise WriteError(f"cannot lock {exc.filename or 'the lock file'}: {exc.strerror or exc}") from None

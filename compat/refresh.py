@@ -107,7 +107,7 @@ def add_release(registry: dict, version: str, yanked: bool, facts: dict) -> dict
 
 
 def dumps(registry: dict) -> str:
-    return json.dumps(registry, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(registry, indent=1, ensure_ascii=False, allow_nan=False) + "\n"  # no Infinity/NaN
 
 
 def refresh(out: Path, versions: dict[str, bool] | None = None, log=print) -> dict:
@@ -118,5 +118,7 @@ def refresh(out: Path, versions: dict[str, bool] | None = None, log=print) -> di
         wheels[version] = (download(version), yanked)
         log(f"{version}: {wheels[version][0].name}{' (yanked)' if yanked else ''}")
     registry = build_registry(wheels)
-    out.write_text(dumps(registry), encoding="utf-8")
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(out, dumps(registry))
     return registry

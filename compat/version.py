@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import sys
 from pathlib import Path
@@ -14,13 +15,24 @@ DISTRIBUTION = "megatron-core"
 OLDEST_SUPPORTED = Version("0.7.0")
 
 
+MAX_VERSION_CHARS = 128  # PEP 440 has no limit; packaging's int() fails past 4300 digits (ValueError, not Invalid)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)")
+
+
 def parse(text) -> Version:
     if isinstance(text, Version):
         return text
+    text = str(text).strip()
+    if len(text) > MAX_VERSION_CHARS:
+        raise VersionError(f"megatron-core version {_shown(text)} is longer than {MAX_VERSION_CHARS} characters; "
+                           "it is not a release version")
     try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        raise VersionError(f"megatron-core version {text!r} does not parse as a PEP 440 version") from None
+        return Version(text)
+    except ValueError:  # InvalidVersion, or an integer conversion packaging does not expect to fail
+        raise VersionError(f"megatron-core version {_shown(text)} does not parse as a PEP 440 version") from None
 
 
 def at_least(version, minimum) -> bool:
@@ -43,13 +55,28 @@ def _version_from_source_tree() -> str | None:
     module = sys.modules.get("megatron.core.package_info")
     if module is not None and getattr(module, "__version__", None):
         return module.__version__
-    from .extract import version_from_package_info
-
     for entry in sys.path:
         candidate = Path(entry or ".") / "megatron" / "core" / "package_info.py"
-        if candidate.is_file():
-            return version_from_package_info(candidate.read_bytes())
+        try:
+            found = os.path.lexists(candidate)  # a FIFO or a dangling link there is an error, not a skip
+        except (OSError, ValueError):  # an odd sys.path entry (name too long, NUL byte)
+            continue
+        if found:
+            return _read_package_info(candidate)
     return None
+
+
+def _read_package_info(path: Path) -> str | None:
+    """The version a package_info.py declares; a VersionError naming the file when it cannot be read."""
+    from .archive import read_file
+    from .extract import version_from_package_info
+
+    data = read_file(path, 1 << 20, "megatron-core package_info.py", error=VersionError)
+    try:
+        return version_from_package_info(data)
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise VersionError(f"cannot read the megatron-core version from {str(path)!r}: {detail}") from None
 
 
 def installed_version() -> str | None:

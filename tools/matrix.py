@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -23,11 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/matrix.py` puts tools/ first, not the repo root
     sys.path.insert(0, str(ROOT))
 
+from compat.archive import MIB, read_file  # noqa: E402
+from compat.errors import CompatError  # noqa: E402
+from compat.fsutil import atomic_write_text, locked  # noqa: E402
+from compat.gate.registry_file import read_registry  # noqa: E402
 from compat.version import parse, sorted_versions  # noqa: E402
 from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
 
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
 DEFAULT_REGISTRY = ROOT / "compat" / "data" / "registry.json"
+MAX_MATRIX_BYTES = 1 * MIB  # 13 pins take 4 kB
 
 TOP_KEYS = {"pins"}
 REQUIRED_KEYS = ("version", "python", "torch")
@@ -147,10 +151,18 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def load_registry(path=DEFAULT_REGISTRY) -> dict[str, dict]:
-    """{version: release record} from compat/data/registry.json."""
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
+    """{version: release record} from compat/data/registry.json (read bounded and shape-checked)."""
+    data, _raw = read_registry(path)
     return {r["version"]: r for r in data["releases"]}
+
+
+def read_matrix_text(path) -> str:
+    """matrix.yaml's text, read bounded (a regular file of at most MAX_MATRIX_BYTES, UTF-8)."""
+    raw = read_file(path, MAX_MATRIX_BYTES, "matrix file", error=MatrixError)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MatrixSyntaxError(f"not UTF-8 text: {exc}", path=path) from None
 
 
 def parse_matrix_text(text: str, *, registry: dict[str, dict], path=None) -> list[Pin]:
@@ -160,6 +172,8 @@ def parse_matrix_text(text: str, *, registry: dict[str, dict], path=None) -> lis
         raise MatrixSyntaxError(exc.detail, key=exc.key, path=path) from None
     except yaml.YAMLError as exc:
         raise MatrixSyntaxError(f"not valid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise MatrixSyntaxError("not valid YAML: nested too deeply", path=path) from None
     if not isinstance(doc, dict):
         raise MatrixSyntaxError("the top level must be a mapping with a 'pins' list", path=path)
     for key in doc:
@@ -323,7 +337,7 @@ def _validate_entry(raw, index: int, by_norm: dict, registry: dict, path) -> Pin
 def load_matrix(path=DEFAULT_MATRIX, *, registry_path=DEFAULT_REGISTRY) -> list[Pin]:
     """The validated pins of ``path``, oldest first. Raises a MatrixError subclass on bad data."""
     path = Path(path)
-    return parse_matrix_text(path.read_text(encoding="utf-8"), registry=load_registry(registry_path), path=path)
+    return parse_matrix_text(read_matrix_text(path), registry=load_registry(registry_path), path=path)
 
 
 # ---------------------------------------------------------------------------------------- add_pin
@@ -356,20 +370,26 @@ def add_pin(version: str, *, python: str | None = None, torch: str | None = None
     - A new series is appended at the end. Recipe keys not given are copied from the newest pin (a new
       release most likely installs like the previous one), and its note says so unless ``note`` is given.
 
-    The edited text is validated before it is written; returns "replaced <old>" or "appended".
+    The edited text is validated before it is written, atomically, under a lock beside matrix.yaml (concurrent
+    add_pin calls are serialised); returns "replaced <old>" or "appended".
     """
     path = Path(path)
+    with locked(path):
+        return _add_pin(version, path, registry_path, replace_series, dict(
+            python=python, torch=torch, no_deps=no_deps, ignore_requires_python=ignore_requires_python, extra=extra,
+            tags=tags, note=note))
+
+
+def _add_pin(version: str, path: Path, registry_path, replace_series: bool, recipe: dict) -> str:
     registry = load_registry(registry_path)
-    text = path.read_text(encoding="utf-8")
+    text = read_matrix_text(path)
     pins = parse_matrix_text(text, registry=registry, path=path)
     new = parse(version)
     for pin in pins:
         if parse(pin.version) == new:
             raise DuplicatePinError("is already pinned", entry=pin.version, key="version", path=path)
     same_series = [p for p in pins if p.series == new.release[:2]]
-    given = {k: v for k, v in dict(python=python, torch=torch, no_deps=no_deps,
-                                   ignore_requires_python=ignore_requires_python, extra=extra, tags=tags,
-                                   note=note).items() if v is not None}
+    given = {k: v for k, v in recipe.items() if v is not None}
 
     if same_series:
         old = same_series[0]
@@ -405,9 +425,7 @@ def add_pin(version: str, *, python: str | None = None, torch: str | None = None
         result = "appended"
 
     parse_matrix_text(new_text, registry=registry, path=path)  # never write a matrix that does not load
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(new_text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, new_text)
     return result
 
 
@@ -420,8 +438,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         pins = load_matrix(args.path)
-    except MatrixError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (MatrixError, CompatError) as exc:
+        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps([dataclasses.asdict(p) for p in pins], indent=2))

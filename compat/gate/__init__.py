@@ -1,8 +1,9 @@
 """The upgrade gate: diff a candidate megatron-core against the registry and classify every change.
 
 ``python -m compat gate CANDIDATE`` where CANDIDATE is ``megatron-core==X``, ``latest``, a wheel, an sdist or a
-Megatron-LM checkout. The candidate is read with ``ast`` (never imported), archives in memory. Exit 0: compatible
-(informational changes only); 1: needs review or breaking; 2: usage; 3: the candidate could not be read.
+Megatron-LM checkout (the keywords win over a file of that name: write ``./latest`` for a directory named latest).
+The candidate is read with ``ast`` (never imported), archives in memory. Exit 0: compatible (informational changes
+only); 1: needs review or breaking; 2: usage; 3: the candidate could not be read.
 
 With ``--project PATH`` it is the surface gate instead: every use of megatron in PATH's code checked against the
 candidate, file and line (``--against V``: set apart what already fails on V; ``--window LOW..HIGH``: every release

@@ -1,7 +1,10 @@
-"""``gate --accept``: write a reviewed candidate into the registry and pin it in matrix.yaml."""
+"""``gate --accept``: write a reviewed candidate into the registry and pin it in matrix.yaml.
+
+The read-modify-write of registry.json and matrix.yaml runs under a lock beside registry.json (two concurrent
+accepts are serialised, none is lost), both files are written atomically (a full disk leaves the old file), and a
+release already in the registry is replaced only with ``replace=True`` (``--replace``)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -9,10 +12,18 @@ from .. import refresh
 from .. import version as _v
 from ..errors import CandidateError, CompatError
 from .core import DEFAULT_REGISTRY, GateReport
+from .registry_file import dumps_registry, read_registry, unwritable
 
 
-def accept(report: GateReport, registry_path: Path | None = None, matrix_path: Path | None = None) -> dict:
+class ReplaceRefusedError(CompatError):
+    """The candidate claims a version the registry already holds with other config facts."""
+
+
+def accept(report: GateReport, registry_path: Path | None = None, matrix_path: Path | None = None, *,
+           replace: bool = False) -> dict:
     """Write the reviewed candidate into the registry and pin it in matrix.yaml (tools.matrix.add_pin)."""
+    from ..fsutil import atomic_write_bytes, atomic_write_text, locked
+
     facts, registry_path = report.facts, Path(registry_path or DEFAULT_REGISTRY)
     if not facts.get("version"):
         raise CandidateError("cannot accept a candidate without a version (no METADATA, PKG-INFO or package_info.py)")
@@ -21,25 +32,45 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
         raise CandidateError(f"cannot accept {version}: the registry holds final releases only")
     if "optimizer" not in facts:
         raise CandidateError("cannot accept a candidate without megatron/core/optimizer/optimizer_config.py")
-    old_text = registry_path.read_text(encoding="utf-8")
-    data = json.loads(old_text)
-    yanked = next((r["yanked"] for r in data["releases"] if r["version"] == str(version)), report.yanked)
-    if yanked is None:
-        yanked = refresh.list_releases().get(str(version), False)
-    registry_path.write_text(refresh.dumps(refresh.add_release(data, str(version), yanked, facts)), encoding="utf-8")
-    try:
-        matrix = _matrix_module()
-        kwargs = {"registry_path": registry_path, **({"path": Path(matrix_path)} if matrix_path else {})}
+    bad = unwritable(facts)
+    if bad:
+        raise CandidateError(f"cannot accept {version}: the registry is strict UTF-8 JSON (no Infinity, NaN or "
+                             f"lone surrogates): {'; '.join(bad)}")
+    with locked(registry_path):
+        data, old_raw = read_registry(registry_path)  # re-read under the lock: another accept may have written
+        existing = next((r for r in data["releases"] if _v.parse(r["version"]) == version), None)
+        record = {"requires_python": facts["requires_python"], "ddp": facts["ddp"]["sha256"],
+                  "optimizer": facts["optimizer"]["sha256"]}
+        same = existing is not None and all(existing.get(k) == v for k, v in record.items())
+        if existing is not None and not same and not replace:
+            changed = ", ".join(k for k, v in record.items() if existing.get(k) != v)
+            raise ReplaceRefusedError(
+                f"{registry_path} already holds megatron-core {existing['version']} with a different {changed}; "
+                f"the candidate claims the same version. Nothing was written; pass --replace to overwrite it")
+        name = existing["version"] if existing is not None else str(version)  # 0.19.2.0 replaces 0.19.2
+        yanked = existing["yanked"] if existing is not None else report.yanked
+        if yanked is None:
+            yanked = refresh.list_releases().get(name, False)
+        if not same:
+            new = refresh.add_release(data, name, yanked, facts)
+            atomic_write_text(registry_path, dumps_registry(new, str(registry_path)))
         try:
-            pinned = matrix.add_pin(str(version), **kwargs)
-        except matrix.DuplicatePinError as exc:
-            pinned = f"not changed: {exc}"
-    except BaseException as exc:
-        registry_path.write_text(old_text, encoding="utf-8")
-        if isinstance(exc, (ValueError, ImportError)):
-            raise CompatError(f"matrix.yaml not updated ({exc}); {registry_path} left unchanged") from None
-        raise
-    report.accepted = {"version": str(version), "registry": str(registry_path), "matrix": pinned}
+            matrix = _matrix_module()
+            kwargs = {"registry_path": registry_path, **({"path": Path(matrix_path)} if matrix_path else {})}
+            try:
+                pinned = matrix.add_pin(name, **kwargs)
+            except matrix.DuplicatePinError as exc:
+                pinned = f"not changed: {exc}"
+        except BaseException as exc:
+            if not same:
+                atomic_write_bytes(registry_path, old_raw)
+            if isinstance(exc, (ValueError, ImportError, OSError)):
+                raise CompatError(f"matrix.yaml not updated ({exc}); {registry_path} left unchanged") from None
+            raise
+    action = ("already registered, unchanged" if same else
+              "replaced" if existing is not None else "added")
+    report.accepted = {"version": name, "registry": str(registry_path), "registry_action": action,
+                       "matrix": pinned}
     return report.accepted
 
 

@@ -1,6 +1,8 @@
 """Find and read a gate candidate: a release spec (downloaded), ``latest``, a wheel, an sdist or a checkout."""
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
@@ -10,6 +12,7 @@ from ..errors import CandidateError, CompatError, VersionError
 from ..extract import extract_candidate
 
 FALLBACK_PYTHONS = ("3.12", "3.13", "3.14", "3.11", "3.10")  # wheel tags tried when the default finds none
+_NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
 _SPEC = re.compile(r"^\s*megatron[-_.]core\s*==\s*(\S+)\s*$", re.IGNORECASE)
 
 
@@ -17,13 +20,32 @@ class GateUsageError(Exception):
     """Bad arguments (exit 2)."""
 
 
+def _local_path(candidate: str) -> Path | None:
+    """CANDIDATE as an existing path (a symlink counts: archive.py refuses what it cannot read), else None."""
+    try:
+        path = Path(candidate).expanduser()
+        os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RuntimeError) as exc:  # name too long, NUL byte, unknown ~user, no permission
+        if not isinstance(exc, OSError) or exc.errno in _NOT_A_PATH:
+            return None
+        raise CandidateError(f"cannot read candidate {candidate!r}: {getattr(exc, 'strerror', None) or exc}"
+                             ) from None
+    return path
+
+
 def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]:
-    """A local wheel/sdist/tree for CANDIDATE (downloading a release spec). Returns (path, yanked or None)."""
-    path = Path(candidate).expanduser()
-    if path.exists():
-        return path, False
+    """A local wheel/sdist/tree for CANDIDATE (downloading a release spec). Returns (path, yanked or None).
+
+    The keywords win over a file of the same name: ``latest`` and ``megatron-core==X`` are never read as paths
+    (write ``./latest`` for a directory named latest)."""
     spec = _SPEC.match(candidate)
-    if candidate.strip().lower() == "latest":
+    keyword = candidate.strip().lower() == "latest"
+    path = None if (spec or keyword) else _local_path(candidate)
+    if path is not None:
+        return path, False
+    if keyword:
         releases = refresh.list_releases()
         finals = [v for v, yanked in releases.items() if not yanked]
         if not finals:
@@ -37,7 +59,8 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
         return fetch_release(version, dest), None  # yanked: unknown until --accept asks the index
     if any(op in candidate for op in ("<", ">", "~=", "!=")):
         raise GateUsageError(f"{candidate!r}: pin one release with megatron-core==VERSION, or use latest")
-    raise CandidateError(f"candidate {candidate!r} does not exist (expected megatron-core==VERSION, latest, "
+    shown = candidate if len(candidate) <= 200 else f"{candidate[:200]}...({len(candidate)} characters)"
+    raise CandidateError(f"candidate {shown!r} does not exist (expected megatron-core==VERSION, latest, "
                          "a wheel, an sdist or a Megatron-LM checkout)")
 
 

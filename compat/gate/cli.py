@@ -2,12 +2,25 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+from pathlib import Path
 
 from .accept import accept
 from .candidate import GateUsageError
 from .core import gate, load_registry, resolve_against
 from . import __doc__ as GATE_DOC
+
+
+def _json_safe(obj):
+    """Non-finite floats (a candidate's ``x: float = 1e999``) as text: ``Infinity`` is not JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
 
 
 def cmd_gate(args) -> int:
@@ -18,16 +31,24 @@ def cmd_gate(args) -> int:
     if args.candidate is None:
         print("usage error: CANDIDATE is required (or --project PATH --window LOW..HIGH)", file=sys.stderr)
         return 2
+    if args.replace and not args.accept:
+        print("usage error: --replace only applies with --accept", file=sys.stderr)
+        return 2
+    # Path("") is ".", a directory: an empty --registry/--matrix is refused, never read as "use the default"
+    registry, matrix = (None if p is None else Path(p) for p in (args.registry, args.matrix))
     try:
-        reg = load_registry(args.registry)
+        reg = load_registry(registry)
         against = resolve_against(reg, args.against)
         report = gate(args.candidate, reg, against)
         if args.accept:
-            accept(report, args.registry, args.matrix)
+            accept(report, registry, matrix, replace=args.replace)
     except GateUsageError as exc:
-        print(f"usage error: {exc}", file=sys.stderr)
+        from ..cli import message_line
+
+        print(f"usage error: {message_line(exc)}", file=sys.stderr)
         return 2
-    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.to_markdown())
+    print(json.dumps(_json_safe(report.to_dict()), indent=1, default=str, allow_nan=False) if args.json
+          else report.to_markdown())
     return report.exit_code
 
 
@@ -35,12 +56,16 @@ def register(sub) -> None:
     p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
                        description=GATE_DOC)
     p.add_argument("candidate", nargs="?",
-                   help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout")
+                   help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout. The "
+                        "keywords win over a file of that name: write ./latest for a directory named latest")
     p.add_argument("--against", metavar="VERSION", help="registry release to compare with (default: the newest)")
     p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
     p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
     p.add_argument("--accept", action="store_true",
                    help="after review: write the candidate into the registry and pin it in matrix.yaml (exit 0)")
+    p.add_argument("--replace", action="store_true",
+                   help="with --accept: overwrite a registry release of the same version whose config differs "
+                        "(refused otherwise)")
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("--project", metavar="PATH",
                    help="surface gate: what CANDIDATE breaks in this project's own code, file and line "

@@ -1,7 +1,6 @@
 """The config gate: diff a candidate's config dataclasses against the registry and build the report."""
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -92,8 +91,7 @@ def gate(candidate, reg: Registry | None = None, against: str | None = None, *, 
 
 
 def load_registry(path: Path | None = None) -> Registry:
-    path = Path(path) if path else DEFAULT_REGISTRY
-    try:
-        return Registry(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError) as exc:
-        raise GateUsageError(f"cannot load registry {path}: {exc}") from None
+    """A registry file, read bounded and shape-checked (``RegistryFileError``, exit 3, when malformed)."""
+    from .registry_file import read_registry
+
+    return Registry(read_registry(Path(path) if path else DEFAULT_REGISTRY)[0])

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
+# or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 def one_line(text) -> str:
-    """Control characters (newlines, ESC, ...) shown as escapes, so the text stays on one line and inert."""
+    """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 
@@ -25,3 +27,14 @@ def md_code(text) -> str:
     fence = "`" * (run + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body else ""
     return f"{fence}{pad}{body}{pad}{fence}"
+
+
+_INLINE = re.compile(r"([\\`*\[\]<~])|(?<!\w)_|_(?!\w)")
+
+
+def md_prose(text) -> str:
+    """Our own sentences that quote untrusted text (a shim note quoting a doc): one line, and the characters that
+    open inline markup anywhere in a line (code, emphasis, links and images, HTML, strikethrough) escaped. Block
+    syntax (#, -, >, |) only acts at the start of a line, which the report always writes itself, so ">=3.12" and
+    "0.19.2" stay readable."""
+    return _INLINE.sub(lambda m: "\\" + m.group(0), one_line(text))

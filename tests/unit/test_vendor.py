@@ -228,13 +228,62 @@ def test_nothing_written_outside_dest(tmp_path, vendored):
     assert _snapshot(tmp_path, skip=vendored) == before
 
 
-def test_revendor_removes_modules_dropped_upstream_only(vendored):
+def test_revendor_removes_modules_dropped_upstream_only(vendored, capsys):
+    retired = b"# a module an older mcore-compat shipped\n"
     manifest = json.loads((vendored / "VENDORED.json").read_text())
-    manifest["files"].update({"retired.py": "0" * 64, "../outside.py": "0" * 64})  # a tampered entry is ignored
+    manifest["files"].update({"retired.py": hashlib.sha256(retired).hexdigest(),
+                              "mine.py": "0" * 64,  # forged: not the hash of what is there
+                              "../outside.py": hashlib.sha256(b"keep").hexdigest()})  # forged: outside DEST
     (vendored / "VENDORED.json").write_text(json.dumps(manifest))
-    (vendored / "retired.py").write_text("")
+    (vendored / "retired.py").write_bytes(retired)
+    (vendored / "mine.py").write_text("my own module\n")
     (vendored.parent / "outside.py").write_text("keep")
+    capsys.readouterr()
     assert main(["vendor", str(vendored)]) == 0
-    assert not (vendored / "retired.py").exists()
+    assert not (vendored / "retired.py").exists()  # exactly what vendoring wrote: deleted
+    assert (vendored / "mine.py").read_text() == "my own module\n"  # not what vendoring wrote: kept, and said so
+    assert "kept mine.py: dropped upstream, but its content is not what vendoring wrote" in capsys.readouterr().out
     assert (vendored.parent / "outside.py").read_text() == "keep"
-    assert v.check(vendored)["drift"] is False
+    report = v.check(vendored)
+    assert report["extra"] == ["mine.py"] and report["modified"] == report["missing"] == []
+
+
+def test_hard_link_out_of_dest_is_replaced_not_written_through(vendored, tmp_path):
+    outside = tmp_path / "precious.py"
+    outside.write_text("precious\n")
+    (vendored / "resolve.py").unlink()
+    os.link(outside, vendored / "resolve.py")  # DEST/resolve.py and precious.py are one inode
+    assert main(["vendor", str(vendored)]) == 0
+    assert outside.read_text() == "precious\n" and outside.stat().st_nlink == 1
+    assert (vendored / "resolve.py").read_bytes() == (COMPAT_DIR / "resolve.py").read_bytes()
+
+
+def test_check_compares_with_the_source_not_the_manifest(vendored, capsys):
+    edited = (vendored / "resolver.py").read_bytes() + b"# local patch\n"
+    (vendored / "resolver.py").write_bytes(edited)
+    manifest = json.loads((vendored / "VENDORED.json").read_text())
+    manifest["files"]["resolver.py"] = hashlib.sha256(edited).hexdigest()  # the edit, covered by a rewritten hash
+    (vendored / "VENDORED.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(["vendor", "--check", str(vendored)]) == 1
+    assert "outdated: resolver.py (differs from this package; matches VENDORED.json)" in capsys.readouterr().out
+    assert v.check(vendored)["outdated"] == ["resolver.py"]
+
+
+def test_check_does_not_open_a_fifo_or_follow_a_symlink_inside_dest(vendored, capsys):
+    (vendored / "resolve.py").unlink()
+    os.mkfifo(vendored / "resolve.py")  # opening it for reading would block forever
+    (vendored / "version.py").unlink()
+    (vendored / "version.py").symlink_to("/dev/zero")  # reading it would never end
+    capsys.readouterr()
+    assert main(["vendor", "--check", str(vendored)]) == 1
+    assert v.check(vendored)["modified"] == ["resolve.py", "version.py"]
+
+
+def test_check_prints_hostile_file_names_on_one_line_each(vendored, capsys):
+    (vendored / "evil\nclean: every file matches\x1b[31m.py").write_text("")
+    capsys.readouterr()
+    assert main(["vendor", "--check", str(vendored)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and not any(line.startswith("clean") for line in out.splitlines())
+    assert "extra: evil\\nclean: every file matches\\x1b[31m.py (not part of this package)" in out

@@ -1,0 +1,300 @@
+"""Builders of hostile and odd inputs for test_hostile.py and test_archive.py: candidates rendered from the
+registry (no network), hand-made zip and tar archives whose headers lie, decompression bombs made in
+milliseconds, FIFOs, and a runner for the real CLI in a subprocess that also reports the child's peak memory."""
+from __future__ import annotations
+
+import io
+import os
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from compat.extract import DDP_PATH, OPTIMIZER_PATH
+from compat.registry import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+MIB = 1 << 20
+
+
+# ------------------------------------------------------------------------------------ the CLI in a subprocess
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    max_rss_mib: float  # the child's own peak resident memory (VmHWM at exit); nan where /proc is missing
+
+
+# ``python -m compat`` that records its own peak memory at exit. VmHWM belongs to the address space, which exec
+# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec.
+_MEASURED = """import atexit, os, runpy
+def _peak():
+    try:
+        with open('/proc/self/status') as fh:
+            kib = next(line.split()[1] for line in fh if line.startswith('VmHWM:'))
+        with open(os.environ['HOSTILE_PEAK_FILE'], 'w') as out:
+            out.write(kib)
+    except (OSError, StopIteration):
+        pass
+atexit.register(_peak)
+runpy.run_module('compat', run_name='__main__', alter_sys=True)
+"""
+
+
+def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
+    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory. ``stdout``:
+    a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone, /dev/full)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        peak = Path(scratch) / "peak"
+        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {}),
+                    "HOSTILE_PEAK_FILE": str(peak)}
+        full_env.pop("MCORE_COMPAT_TRACEBACK", None)
+        with open(peak.with_name("out"), "w+b") as out, open(peak.with_name("err"), "w+b") as err:
+            proc = subprocess.Popen([sys.executable, "-c", _MEASURED, *map(str, args)], cwd=cwd or ROOT,
+                                    env=full_env, stdout=out if stdout is None else stdout, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                shown = " ".join(map(str, args))[:200]
+                raise AssertionError(f"{shown} did not finish in {timeout}s (a hang)") from None
+            out.seek(0)
+            err.seek(0)
+            rss = int(peak.read_text()) / 1024 if peak.is_file() else float("nan")
+            return Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                       rss)
+
+
+# ------------------------------------------------------------------------------------ candidates from the registry
+def _literal(value) -> str:
+    if isinstance(value, list):
+        return "(" + "".join(f"{_literal(v)}, " for v in value) + ")"
+    return repr(value)
+
+
+def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: str = "", docs=None) -> str:
+    """Python source of the registry's DDPConfig (or OptimizerConfig fields) of ``version``, as megatron writes
+    it: same names, annotations, defaults and docs. ``extra`` is appended to the class body; ``docs`` overrides
+    field docs by name."""
+    reg = registry()
+    release = reg.releases[version]
+    snaps = reg.data["optimizer_snapshots" if optimizer else "ddp_snapshots"]
+    snap = snaps[release["optimizer" if optimizer else "ddp"]]
+    cls = "OptimizerConfig" if optimizer else "DistributedDataParallelConfig"
+    lines = ["import torch", "from dataclasses import dataclass, field", "from typing import Optional, Tuple", "",
+             "@dataclass", f"class {cls}:"]
+    for f in snap["fields"]:
+        if "default_expr" in f:
+            default = f" = {f['default_expr']}"
+        elif "default" in f:
+            default = f" = {_literal(f['default'])}"
+        else:
+            default = ""
+        lines.append(f"    {f['name']}: {f['annotation']}{default}")
+        doc = (docs or {}).get(f["name"], f.get("doc"))
+        if doc:
+            lines.append(f"    {doc!r}")
+    lines += [f"    {line}" for line in extra.splitlines()]
+    if snap["post_init_reads"] or snap["post_init_writes"]:
+        lines.append("    def __post_init__(self):")
+        lines += [f"        if self.{n}: pass" for n in snap["post_init_reads"]]
+        lines += [f"        self.{n} = None" for n in snap["post_init_writes"]]
+    return "\n".join(lines) + "\n"
+
+
+def metadata(version: str = "0.19.2", requires_python: str = ">=3.12", extra: str = "") -> str:
+    return (f"Metadata-Version: 2.1\nName: megatron-core\nVersion: {version}\nRequires-Python: {requires_python}\n"
+            f"{extra}")
+
+
+def wheel(path: Path, *, version: str = "0.19.2", ddp: str | None = None, optimizer: str | None = None,
+          meta: str | None = None, members: dict | None = None, base: str = "0.19.2") -> Path:
+    """A wheel claiming ``version`` whose config files are the registry's ``base`` unless given."""
+    dist_info = "".join(c if c.isalnum() or c == "." else "_" for c in version)  # a claimed version may hold '/'
+    files = {f"megatron_core-{dist_info}.dist-info/METADATA": meta if meta is not None else metadata(version),
+             DDP_PATH: ddp if ddp is not None else config_source(base),
+             OPTIMIZER_PATH: optimizer if optimizer is not None else config_source(base, optimizer=True),
+             **(members or {})}
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, body in files.items():
+            z.writestr(name, body)
+    return path
+
+
+def tree(root: Path, *, version: str = "0.19.2", base: str = "0.19.2") -> Path:
+    """A Megatron-LM checkout layout claiming ``version`` (package_info.py), with the registry's ``base`` configs."""
+    major, minor, patch = version.split(".")
+    files = {DDP_PATH: config_source(base), OPTIMIZER_PATH: config_source(base, optimizer=True),
+             "megatron/core/package_info.py": f"MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\n"
+                                              "PRE_RELEASE = ''\n"}
+    for name, body in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(body)
+    return root
+
+
+def tar_member(name: str, body: bytes, **attrs) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(body)
+    for k, v in attrs.items():
+        setattr(info, k, v)
+    return info, body
+
+
+def sdist_bytes(members, *, fmt=tarfile.PAX_FORMAT) -> bytes:
+    """An uncompressed tar of (TarInfo, body) pairs."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as tar:
+        for info, body in members:
+            tar.addfile(info, io.BytesIO(body))
+    return buf.getvalue()
+
+
+def sdist_members(version: str = "0.19.2", base: str = "0.19.2"):
+    prefix = f"megatron_core-{version}/"
+    return [tar_member(prefix + "PKG-INFO", metadata(version).encode()),
+            tar_member(prefix + DDP_PATH, config_source(base).encode()),
+            tar_member(prefix + OPTIMIZER_PATH, config_source(base, optimizer=True).encode())]
+
+
+# ------------------------------------------------------------------------------------ bombs, built in milliseconds
+def deflate_zeros(mib: int, prefix: bytes = b"") -> bytes:
+    """A raw deflate stream of ``prefix`` + ``mib`` MiB of zeros, without compressing them: each full-flushed
+    1 MiB piece is byte-identical, so one is compressed and repeated."""
+    def piece(data: bytes) -> bytes:
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH)
+
+    end = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # a final empty block
+    return (piece(prefix) if prefix else b"") + piece(bytes(MIB)) * mib + end
+
+
+def gzip_of_deflate(raw_deflate: bytes, crc: int = 0, size: int = 0) -> bytes:
+    """A gzip member around a raw deflate stream (CRC and size need not be right: a capped reader never gets there)."""
+    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + raw_deflate + struct.pack("<II", crc, size & 0xFFFFFFFF)
+
+
+def tar_header(name: str, size: int, typeflag: bytes = tarfile.REGTYPE) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, typeflag
+    return info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+def raw_zip(entries) -> bytes:
+    """A zip archive written by hand, so headers can lie. ``entries``: dicts with name, data (already compressed),
+    method (0 stored, 8 deflate), flags (1: encrypted), crc, file_size (claimed), compress_size (claimed; default
+    len(data)).
+    ``eocd_entries`` / ``eocd_size`` on the first entry override the end record."""
+    out, central = io.BytesIO(), io.BytesIO()
+    for e in entries:
+        name = e["name"].encode()
+        csize = e.get("compress_size", len(e["data"]))
+        offset = out.tell()
+        out.write(struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, e.get("flags", 0), e.get("method", 0), 0, 0,
+                              e.get("crc", 0), csize, e["file_size"], len(name), 0) + name + e["data"])
+        central.write(struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, e.get("flags", 0), e.get("method", 0), 0, 0,
+                                  e.get("crc", 0), csize, e["file_size"], len(name), 0, 0, 0, 0, 0, offset) + name)
+    cd = central.getvalue()
+    first = entries[0]
+    count = first.get("eocd_entries", len(entries))
+    size = first.get("eocd_size", len(cd))
+    return out.getvalue() + cd + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, min(count, 0xFFFF),
+                                             min(count, 0xFFFF), size, out.tell(), 0)
+
+
+def zip_entry(name: str, body: bytes, **claims) -> dict:
+    """An honest deflated entry (claims may then override file_size, crc...)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = c.compress(body) + c.flush()
+    return {"name": name, "data": data, "method": 8, "crc": zlib.crc32(body), "file_size": len(body), **claims}
+
+
+def honest_wheel_entries(version: str = "0.19.2", base: str = "0.19.2") -> list[dict]:
+    return [zip_entry(f"megatron_core-{version}.dist-info/METADATA", metadata(version).encode()),
+            zip_entry(DDP_PATH, config_source(base).encode()),
+            zip_entry(OPTIMIZER_PATH, config_source(base, optimizer=True).encode())]
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def sparse(path: Path, size: int) -> Path:
+    """A file of ``size`` bytes that takes no disk space."""
+    with open(path, "wb") as fh:
+        fh.truncate(size)
+    return path
+
+
+def xz_demanding_dictionary(data: bytes, props: int = 40) -> bytes:
+    """``data`` as .xz whose LZMA2 filter asks the decoder for a huge dictionary (props 40: 4 GiB - 1), made by
+    patching one byte of the block header and its CRC32 (compressing with such a dictionary would take GiBs)."""
+    import lzma
+
+    xz = bytearray(lzma.compress(data, format=lzma.FORMAT_XZ))
+    start = 12  # after the stream header
+    size = (xz[start] + 1) * 4
+    flags, at = xz[start + 1], start + 2
+
+    def skip_vli(i: int) -> int:
+        while xz[i] & 0x80:
+            i += 1
+        return i + 1
+
+    if flags & 0x40:  # compressed size present
+        at = skip_vli(at)
+    if flags & 0x80:  # uncompressed size present
+        at = skip_vli(at)
+    assert xz[at] == 0x21 and xz[at + 1] == 1, "expected one LZMA2 filter with one property byte"
+    xz[at + 2] = props
+    xz[start + size - 4:start + size] = struct.pack("<I", zlib.crc32(bytes(xz[start:start + size - 4])))
+    return bytes(xz)
+
+
+def _with_checksum(block: bytearray) -> bytes:
+    block[148:156] = b" " * 8
+    block[148:156] = b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def gnu_sparse_bomb(mib: int = 300) -> bytes:
+    """A gzip'd tar whose first header is an old-GNU sparse member with an endless chain of extension blocks, each
+    holding 21 (offset, size) pairs that tarfile collects into a list while reading headers."""
+    info = tarfile.TarInfo("megatron_core-0.20.0/sparse")
+    info.type = tarfile.GNUTYPE_SPARSE
+    head = bytearray(info.tobuf(format=tarfile.GNU_FORMAT))
+    head[482] = 1  # isextended
+    one = b"%011o\0" % 1
+    ext = bytearray((one + one) * 21 + bytes(8))
+    ext[504] = 1  # another extension block follows, forever
+    chunk = bytes(ext) * (MIB // 512)
+    return gzip_of_deflate(_pieces(_with_checksum(head), chunk, mib))
+
+
+def pax_sparse_map_bomb(mib: int = 300) -> bytes:
+    """A gzip'd tar with a pax GNU.sparse 1.0 member whose map claims 10^9 numbers: tarfile reads them into a list
+    before the member, whatever the member's declared size."""
+    info = tarfile.TarInfo("megatron_core-0.20.0/sparse")
+    info.size = 512
+    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "sparse",
+                        "GNU.sparse.realsize": "1"}
+    head = info.tobuf(format=tarfile.PAX_FORMAT) + b"1000000000\n"
+    return gzip_of_deflate(_pieces(head, b"1\n" * (MIB // 2), mib))
+
+
+def _pieces(head: bytes, chunk: bytes, count: int) -> bytes:
+    """A raw deflate stream of ``head`` + ``chunk`` * ``count``, compressing ``chunk`` once."""
+    def piece(data: bytes) -> bytes:
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH)
+
+    return piece(head) + piece(chunk) * count + zlib.compressobj(9, zlib.DEFLATED, -15).flush()
