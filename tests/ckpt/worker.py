@@ -381,10 +381,12 @@ def _find(tree, key):
 
 
 def _error(stage, exc) -> dict:
-    text = f"{type(exc).__name__}: {exc}".strip()
     frames = traceback.extract_tb(exc.__traceback__)
-    where = next((f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in reversed(frames)
-                  if "megatron" in f.filename or "torch" in f.filename), None)
+    inner = next((f for f in reversed(frames) if "megatron" in f.filename or "torch" in f.filename), None)
+    where = f"{os.path.basename(inner.filename)}:{inner.lineno} in {inner.name}" if inner else None
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if not str(exc).strip() and inner:  # a bare assert: name the function it fired in
+        text = f"{type(exc).__name__} in {os.path.basename(inner.filename)}:{inner.name}"
     return {"stage": stage, "error": text[:2000], "where": where, "traceback": traceback.format_exc()[-4000:]}
 
 
