@@ -66,6 +66,9 @@ def markdown(report) -> str:
         lines += ["", f"## {title}", ""]
         changes = report.by_level(level)
         lines += [line for c in changes for line in _entry(c)] if changes else ["_none_"]
+    from .ckpt import markdown_section
+
+    lines += markdown_section(report)  # the checkpoint lane's verdict (issue 11)
     if report.accepted:
         a = report.accepted
         lines += ["", "## Accepted", "", f"- {a['registry']}: added megatron-core {a['version']}",

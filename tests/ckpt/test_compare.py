@@ -247,3 +247,14 @@ def test_expected_data_loads_and_is_well_formed():
 def test_messages_lose_temp_paths_and_addresses():
     text = "FileNotFoundError: /tmp/mcore_ckpt_lane_x1/ckpt/plain/common.pt at 0x7f00ab\nmore"
     assert lane.short_message(text) == "FileNotFoundError: <tmp> at 0x…"
+
+
+def test_every_expected_entry_matches_a_recorded_result():
+    """An entry that no recorded pair uses is stale data (or a typo that silently expects nothing)."""
+    import json
+
+    results = os.path.join(lane.RESULTS_DIR, "ckpt_lane.json")
+    with open(results, encoding="utf-8") as fh:
+        pairs = json.load(fh)["pairs"].values()
+    used = {v.get("expected_id") for row in pairs for v in row["variants"].values()}
+    assert {e["id"] for e in lane.load_expected()} <= used
