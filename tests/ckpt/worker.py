@@ -55,6 +55,10 @@ def main(argv=None) -> int:
         with open(args.plan, encoding="utf-8") as fh:
             plan = json.load(fh)["plan"]
     only = args.only.split(",") if args.only else None
+    if args.backend == "nccl":  # one GPU per rank: min(2, GPUs), as tests/integration/test_ddp_nccl.py does
+        args.world_size = min(args.world_size, _cuda_device_count())
+        if args.world_size < 1:
+            ap.error("--backend nccl needs a CUDA device; torch.cuda.device_count() is 0")
     report = run_side(args.side, args.ckpt, plan, backend=args.backend, world_size=args.world_size,
                       timeout=args.timeout, only=only)
     tmp = f"{args.out}.tmp"
@@ -62,6 +66,17 @@ def main(argv=None) -> int:
         json.dump(report, fh)
     os.replace(tmp, args.out)
     return 0
+
+
+def _cuda_device_count() -> int:
+    import subprocess
+
+    code = "import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    try:
+        return int(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return 0
 
 
 def run_side(side, ckpt_root, plan, *, backend, world_size, timeout, only=None) -> dict:
