@@ -85,6 +85,7 @@ def run_side(side, ckpt_root, plan, *, backend, world_size, timeout, only=None) 
     import psutil  # a lane dependency: without it megatron's forked writers hang (lane_patches.py)
 
     ctx = mp.get_context("spawn")
+    _become_subreaper()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"mcore_ckpt_{side}_") as tmp:
         init = "file://" + os.path.join(tmp, "store")
@@ -117,6 +118,17 @@ def run_side(side, ckpt_root, plan, *, backend, world_size, timeout, only=None) 
     if side == "save":
         out["plan"] = (ranks[0].get("plan") if ranks else None) or []
     return out
+
+
+def _become_subreaper() -> None:
+    """Orphans of a rank (its dist_checkpointing Manager, a writer fork) are re-parented to this launcher instead of
+    init, so that _reap_children sees them (Linux; elsewhere the lane's process-group check still does)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
 
 
 def _kill_tree(psutil, pid: int) -> None:
