@@ -289,11 +289,15 @@ def _kwargs_for(fn, metadata, sharding_type) -> dict:
     return {}
 
 
-def _opt_sharded_state_dict(opt, model_sd, *, is_loading, metadata, sharding_type):
+def _inner(opt):
+    """The one MegatronOptimizer inside get_megatron_optimizer's ChainedOptimizer (or the optimizer itself)."""
     import ddp_harness
 
-    inner = ddp_harness._inner_optimizers(opt)[0]
-    kwargs = _kwargs_for(inner.sharded_state_dict, metadata, sharding_type)
+    return ddp_harness._inner_optimizers(opt)[0]
+
+
+def _opt_sharded_state_dict(opt, model_sd, *, is_loading, metadata, sharding_type):
+    kwargs = _kwargs_for(_inner(opt).sharded_state_dict, metadata, sharding_type)
     return opt.sharded_state_dict(model_sd, is_loading=is_loading, **kwargs), sorted(kwargs)
 
 
@@ -437,7 +441,7 @@ def save_variant(variant, ckpt_root, rank, device) -> dict:
     stage = "build"
     try:
         ddp, opt = _build(variant["distopt"], device)
-        rec["torch_optimizer"] = type(ddp_inner(opt).optimizer).__name__
+        rec["torch_optimizer"] = type(_inner(opt).optimizer).__name__
         stage = "train"
         for step in range(1, SAVE_STEPS + 1):
             _train_step(ddp, opt, step, rank, device)
@@ -470,12 +474,6 @@ def save_variant(variant, ckpt_root, rank, device) -> dict:
     except Exception as exc:
         rec.update(_error(stage, exc))
     return rec
-
-
-def ddp_inner(opt):
-    import ddp_harness
-
-    return ddp_harness._inner_optimizers(opt)[0]
 
 
 def _live_children() -> list[str]:
@@ -535,7 +533,7 @@ def load_variant(variant, ckpt_root, rank, device) -> dict:
         t0 = time.perf_counter()
         ddp, opt, rec["fresh"] = _load_into(variant, ckpt, device, is_loading=True, md=info["metadata"])
         rec["times"]["load_s"] = round(time.perf_counter() - t0, 3)
-        rec["torch_optimizer"] = type(ddp_inner(opt).optimizer).__name__
+        rec["torch_optimizer"] = type(_inner(opt).optimizer).__name__
         rec["loaded"] = snapshot(ddp, opt)
         stage = "next step"
         _train_step(ddp, opt, SAVE_STEPS + 1, rank, device)
