@@ -116,6 +116,15 @@ def test_a_shifted_shard_is_caught():
     assert {d.kind for d in problems} >= {"range"}
 
 
+def test_a_shard_shifted_off_the_start_is_caught():
+    ranks = sharded()
+    ranks[0]["layers.0.weight"]["main"]["offset"] = 1  # rank 0's shard placed one element late
+    _, problems = compare.merge(ranks)
+    assert [(d.key, d.kind, d.detail) for d in problems] == [
+        ("main", "gap", "elements [0, 1) held by no rank"),
+        ("main", "overlap", "ranks hold different bytes for elements [4, 5)")]
+
+
 def test_a_missing_shard_is_caught():
     ranks = sharded()
     del ranks[1]["layers.0.weight"]["exp_avg"]
