@@ -219,6 +219,13 @@ def _in_range(version: str, spec: dict | None) -> bool:
     return True
 
 
+def _first_saver(path=EXPECTED) -> str | None:
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh).get("first_saver")
+
+
 def expectations_for(entries, old, new, variant) -> list[dict]:
     return [e for e in entries if (variant in e["variants"] or "*" in e["variants"])
             and _in_range(old, e.get("saver")) and _in_range(new, e.get("loader"))]
@@ -320,6 +327,11 @@ def render_markdown(table: dict) -> str:
     for r in rows:
         cells = [_cell(r["variants"].get(v), notes) for v in variants]
         lines.append(f"| {r['old']} → {r['new']} | " + " | ".join(cells) + " |")
+    first = _first_saver()
+    if first:
+        lines += ["", f"Pairs start with {first} as the saver (`first_saver` in `tests/ckpt/expected.yaml`): older "
+                      "releases cannot save a torch_dist checkpoint on the matrix's torch "
+                      "(`ckpt_lane_before_0.13.json`)."]
     if notes:
         lines += ["", "Messages:", ""]
         for (result, side, message), note in sorted(notes.items(), key=lambda kv: kv[1]["n"]):
