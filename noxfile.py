@@ -286,6 +286,81 @@ def gate(session: nox.Session) -> None:
     session.run("python", "-m", "compat", "gate", *(session.posargs or ["latest"]), env=env)
 
 
+# ------------------------------------------------------------------------------- checkpoint lane (issue 11)
+# A checkpoint saved with pin N-1 must load on pin N with every optimizer byte intact. One session per adjacent
+# pair of pins (`ckpt-<old>-to-<new>`, tags ckpt + cpu); it saves in the old pin's venv and loads in the new pin's
+# venv, in separate processes (tests/ckpt/lane.py). Each pin's lane venv (`ckpt-venv-<version>`, the pin's recipe
+# plus psutil) is a session of its own that the pair sessions require, so `nox -t ckpt` builds 13 venvs, not 24.
+CKPT_DEPS = ["psutil"]  # dist_checkpointing's forked writer needs it; without it a rank hangs forever
+CKPT_PYTHON: dict[str, str] = {}  # "<backend>:<version>" -> python of that pin's lane venv (filled by its session)
+
+
+def _ckpt_pins(pins) -> list:
+    """The pins from tests/ckpt/expected.yaml's first_saver on (older pins cannot save on the matrix's torch)."""
+    import yaml
+
+    from compat.version import at_least
+
+    with open(ROOT / "tests" / "ckpt" / "expected.yaml", encoding="utf-8") as fh:
+        first = yaml.safe_load(fh)["first_saver"]
+    return [pin for pin in pins if at_least(pin.version, first)]
+
+
+def _ckpt_venv_session(pin, *, gpu: bool):
+    def session_fn(session: nox.Session) -> None:
+        if gpu and not HAS_CUDA and os.environ.get("MCORE_COMPAT_GPU_FORCE") != "1":
+            session.skip("no CUDA here (nvidia-smi not found): the nccl checkpoint lane needs a GPU")
+        torch = pin.torch
+        if gpu and HAS_CUDA:
+            torch = os.environ.get("MCORE_COMPAT_TORCH_GPU", pin.torch.split("+")[0])
+        install_pin(session, pin, torch=torch)
+        uv_install(session, *CKPT_DEPS)
+        CKPT_PYTHON[f"{'nccl' if gpu else 'gloo'}:{pin.version}"] = str(Path(session.bin) / "python")
+
+    kind = "nccl (CUDA torch)" if gpu else "gloo"
+    session_fn.__doc__ = f"checkpoint-lane venv of megatron-core {pin.version} ({kind}): the pin's recipe + psutil"
+    return session_fn
+
+
+def _ckpt_pair_session(old, new, *, gpu: bool):
+    backend = "nccl" if gpu else "gloo"
+
+    def session_fn(session: nox.Session) -> None:
+        if gpu and not HAS_CUDA and os.environ.get("MCORE_COMPAT_GPU_FORCE") != "1":
+            session.skip("no CUDA here (nvidia-smi not found): the nccl checkpoint lane needs a GPU; the gloo lane "
+                         f"ckpt-{old.version}-to-{new.version} covers CPU")
+        pythons = []
+        for pin in (old, new):
+            python = CKPT_PYTHON.get(f"{backend}:{pin.version}")
+            if python is None:
+                session.error(f"the lane venv of {pin.version} was not built in this run (was --no-deps given?)")
+            pythons.append(python)
+        env = {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"}
+        # the comparison's own tests first: verdicts from a comparison that cannot see a lost moment mean nothing
+        session.run(pythons[1], "-m", "pytest", "tests/ckpt", "-q", "-p", "no:cacheprovider", external=True, env=env)
+        session.run(pythons[1], "tests/ckpt/lane.py", "pair", "--old", old.version, "--new", new.version,
+                    "--old-python", pythons[0], "--new-python", pythons[1], "--backend", backend,
+                    *session.posargs, external=True, env=env)
+
+    session_fn.__doc__ = (f"checkpoint lane ({backend}): save on megatron-core {old.version}, load on {new.version}, "
+                          "every optimizer byte compared" + (" (skipped without CUDA)" if gpu else ""))
+    return session_fn
+
+
+CKPT_PINS = _ckpt_pins(PINS)
+for _pin in CKPT_PINS:
+    for _gpu in (False, True):
+        _venv = not _gpu or HAS_CUDA or os.environ.get("MCORE_COMPAT_GPU_FORCE") == "1"  # no empty venv to skip in
+        nox.session(name=f"{'gpu-' if _gpu else ''}ckpt-venv-{_pin.version}", python=_pin.python if _venv else None,
+                    venv_backend="uv" if _venv else "none", tags=["ckpt-venv"])(_ckpt_venv_session(_pin, gpu=_gpu))
+for _old, _new in zip(CKPT_PINS, CKPT_PINS[1:]):
+    for _gpu in (False, True):
+        _prefix = "gpu-" if _gpu else ""
+        nox.session(name=f"{_prefix}ckpt-{_old.version}-to-{_new.version}", venv_backend="none",
+                    requires=[f"{_prefix}ckpt-venv-{_old.version}", f"{_prefix}ckpt-venv-{_new.version}"],
+                    tags=["gpu", "ckpt-gpu"] if _gpu else ["ckpt", "cpu"])(_ckpt_pair_session(_old, _new, gpu=_gpu))
+
+
 if __name__ == "__main__":  # `python noxfile.py` also works
     nox.main()
 

@@ -44,7 +44,13 @@ class GateReport:
                 "requires_python": self.facts.get("requires_python"), "verdict": self.verdict,
                 "exit_code": self.exit_code, "ddp_sha256": self.facts.get("ddp", {}).get("sha256"),
                 "changes": {level: [asdict(c) for c in self.by_level(level)] for level in LEVELS},
-                "accepted": self.accepted}
+                "accepted": self.accepted, "checkpoints": self.checkpoints()}
+
+    def checkpoints(self) -> dict | None:
+        """The checkpoint lane's verdict for the pin before the candidate -> the candidate (gate/ckpt.py)."""
+        from .ckpt import lane_verdict
+
+        return lane_verdict(self.facts.get("version"), self.against)
 
     def to_markdown(self) -> str:
         from .report import markdown

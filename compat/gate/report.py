@@ -72,6 +72,9 @@ def markdown(report) -> str:
         lines += ["", f"## {title}", ""]
         changes = report.by_level(level)
         lines += [line for c in changes for line in _entry(c)] if changes else ["_none_"]
+    from .ckpt import markdown_section
+
+    lines += markdown_section(report)  # the checkpoint lane's verdict (issue 11)
     if report.accepted:
         a = report.accepted
         lines += ["", "## Accepted", "", f"- {md_code(a['registry'])}: megatron-core {md_prose(a['version'])} "
