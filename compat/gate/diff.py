@@ -6,12 +6,12 @@ new checks. Informational: doc-only changes, reordering, spelling-only changes.
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import json
 from dataclasses import dataclass, field
 
 from ..extract import OPTIMIZER_FIELDS_OF_INTEREST
+from ..annotations import type_key
 from ..registry import Field, Schema, field_from_record
 
 BREAKING, DECISION, INFO = "breaking", "needs a decision", "informational"
@@ -50,32 +50,6 @@ def shim_fields(renames, rules) -> dict[str, list[str]]:
     for name, rule in rules["value_rules"].items():
         why.setdefault(name, []).append(f"value rule {json.dumps(rule)}")
     return why
-
-
-def _type_members(node: ast.expr) -> list[str]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _type_members(node.left) + _type_members(node.right)
-    if isinstance(node, ast.Constant) and node.value is None:
-        return ["None"]
-    if isinstance(node, ast.Subscript):
-        base = ast.unparse(node.value).removeprefix("typing.")
-        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if base == "Optional":
-            return _type_members(args[0]) + ["None"]
-        if base == "Union":
-            return [m for a in args for m in _type_members(a)]
-        base = base.lower() if base in ("Tuple", "List", "Dict", "Set") else base
-        return [f"{base}[{', '.join(map(type_key, args))}]"]
-    return [ast.unparse(node).removeprefix("typing.")]
-
-
-def type_key(annotation) -> str:
-    """``Optional[int]``, ``int | None`` and ``typing.Union[None, int]`` all give 'None | int'."""
-    try:
-        node = ast.parse(annotation, mode="eval").body if isinstance(annotation, str) else annotation
-    except SyntaxError:
-        return annotation
-    return " | ".join(sorted(set(_type_members(node))))
 
 
 def _spelled(f: Field) -> str:

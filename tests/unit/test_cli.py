@@ -31,7 +31,9 @@ def test_explain_lists_every_canonical_field_with_a_source():
 def test_explain_precision_aware_flags():
     out = json.loads(run("explain", "--mcore", "0.19.2", "--precision-aware", "--main-grads-dtype", "bf16",
                          "--json").stdout)
-    assert out["kwargs"] == {"grad_reduce_in_fp32": False}
+    # the precision-aware optimizer is a DistributedOptimizer: DDP follows (cross rule)
+    assert out["kwargs"] == {"grad_reduce_in_fp32": False, "use_distributed_optimizer": True}
+    assert out["fields"]["use_distributed_optimizer"]["source"] == "cross-config rule"
 
 
 @pytest.mark.parametrize("args, code, phrase", [

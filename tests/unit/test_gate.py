@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compat import gate as g
-from compat import refresh
+from compat import refresh, snapshots
 from compat import version as _v
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import load_json, registry
@@ -297,11 +297,9 @@ def test_accept_writes_registry_and_pin(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "## Accepted" in proc.stdout
 
-    keep = [r for r in full["releases"] if not _v.is_newer(r["version"], "0.18.2") or r["version"] == "0.19.2"]
-    expected = {**full, "releases": keep,
-                "ddp_snapshots": {k: v for k, v in full["ddp_snapshots"].items() if k in {r["ddp"] for r in keep}},
-                "optimizer_snapshots": {k: v for k, v in full["optimizer_snapshots"].items()
-                                        if k in {r["optimizer"] for r in keep}}}
+    keep = [r["version"] for r in full["releases"] if not _v.is_newer(r["version"], "0.18.2") or
+            r["version"] == "0.19.2"]
+    expected = snapshots.subset(full, keep)
     assert reg_path.read_text() == refresh.dumps(expected)  # same deterministic format as refresh
     assert 'version: "0.19.2"' in matrix_path.read_text()
 
