@@ -92,8 +92,7 @@ def live_schema(cls=None, config: str | None = None) -> Schema:
             continue
         default, text, required = _live_default(f)
         fields.append(Field(f.name, _annotation_text(f.type), default, text, required=required, exact=not required))
-    post = _post_init(cls, config, version, tuple(f.name for f in fields),
-                      {f.name: f.annotation for f in fields})
+    post = _post_init(cls, config, version, tuple(f.name for f in fields), {f.name: f.annotation for f in fields})
     return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]), config,
                   cls.__name__, tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
                   tuple(k.__name__ for k in inspect.getmro(cls)[1:] if dataclasses.is_dataclass(k)))
@@ -109,6 +108,11 @@ def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) 
             return {"reads": known.post_init_reads, "writes": known.post_init_writes,
                     "dynamic_writes": known.dynamic_writes,
                     "checks": [dataclasses.asdict(c) for c in known.checks]}
+    return _post_init_from_source(cls, annotations)
+
+
+def _post_init_from_source(cls, annotations: dict) -> dict:
+    """``__post_init__`` facts read from the source of every dataclass in ``cls``'s MRO."""
     mro = []
     for klass in inspect.getmro(cls):
         if not dataclasses.is_dataclass(klass):

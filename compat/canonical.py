@@ -62,7 +62,7 @@ class Canonical:
         self.history: dict[str, list[tuple[str, Field]]] = {}
         self.fields: dict[str, CanonicalField] = {}
         for version in reg.versions_having(config):
-            for f in reg.schema(version, config).fields:
+            for f in reg.fields_of(version, config):
                 self.history.setdefault(f.name, []).append((version, f))
         for name, seen in self.history.items():
             if name in self.renames:
@@ -84,14 +84,14 @@ class Canonical:
                                                              u.get("doc", ""), u["found_in"]))
         data = heads()
         for u in data.get("fields", {}).get(config, []):
-            where = "; ".join(f"Megatron-LM {h} (reports {data['heads'][h]['reports']}, "
-                              f"{data['heads'][h]['commit'][:10]})" for h in u["heads"])
+            where = " and ".join(f"{h} (reports {data['heads'][h]['reports']}, commit "
+                                 f"{data['heads'][h]['commit'][:10]})" for h in u["heads"])
             record = {k: u[k] for k in ("name", "annotation", "default", "default_expr", "required", "factory")
                       if k in u}
             f = field_from_record(record)
             self.fields.setdefault(u["name"], CanonicalField(
                 f.name, f.annotation, f.default, None, u.get("doc", ""),
-                f"only unreleased Megatron-LM branches have it: {where}", f.exact))
+                f"unreleased Megatron-LM {where} only; no release has it", f.exact))
 
     # ---- input side -------------------------------------------------------------------------------------------
     def suggest(self, key: str) -> str | None:

@@ -130,6 +130,37 @@ def schema_from_snapshot(version: str, source: str, snap: dict, config: str = "d
                   tuple(snap.get("bases", ())))
 
 
+class _LazyChecks(tuple):
+    """A schema's checks, made into ``Check`` objects on first use (explain needs them for one release only)."""
+
+    def __new__(cls, reg: "Registry", refs: list):
+        obj = super().__new__(cls)
+        obj._reg, obj._refs, obj._made = reg, refs, None
+        return obj
+
+    def _all(self) -> tuple:
+        if self._made is None:
+            self._made = tuple(self._reg._check(i, line) for i, line in self._refs)
+        return self._made
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._refs)
+
+    def __getitem__(self, item):
+        return self._all()[item]
+
+    def __bool__(self):
+        return bool(self._refs)
+
+    def __eq__(self, other):
+        return tuple(self._all()) == tuple(other)
+
+    __hash__ = tuple.__hash__
+
+
 class Registry:
     def __init__(self, data: dict):
         if not isinstance(data, dict) or data.get("format") != snapshots.FORMAT:
@@ -167,11 +198,16 @@ class Registry:
         return self._schemas[key]
 
     def _build(self, version: str, config: str, snap: dict) -> Schema:
-        fields = tuple(self._field(i) for i in snap["fields"])
-        checks = tuple(self._check(i, line) for i, line in snap["checks"])
+        fields = self.fields_of(version, config)
+        checks = _LazyChecks(self, snap["checks"])
         return Schema(version, "registry", fields, frozenset(fields[i].name for i in snap["reads"]),
                       frozenset(fields[i].name for i in snap["writes"]), config, snap["class"], checks,
                       snap["dynamic_writes"], tuple(snap["bases"]))
+
+    def fields_of(self, version: str, config: str = "ddp") -> tuple[Field, ...]:
+        """The fields alone (cheaper than ``schema``)."""
+        ref = self.releases[version]["configs"][config]
+        return tuple(self._field(i) for i in self.data["snapshots"][ref]["fields"])
 
     def _field(self, i: int) -> Field:
         if i not in self._fields:
