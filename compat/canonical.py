@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from . import typecheck
 from .annotations import parse
-from .configs import config_class
+from .configs import config_class, lineage
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
 from .registry import Field, Registry, Schema, describe_range, field_from_record, heads, renames, rules
 
@@ -61,9 +61,12 @@ class Canonical:
         self.value_rules = rules()["value_rules"] if config == "ddp" else {}
         self.history: dict[str, list[tuple[str, Field]]] = {}
         self.fields: dict[str, CanonicalField] = {}
-        for version in reg.versions_having(config):
-            for f in reg.fields_of(version, config):
-                self.history.setdefault(f.name, []).append((version, f))
+        for level in lineage(config):  # a subclass is-a base: the base's fields it never had are known too
+            claimed = set(self.history)
+            for version in reg.versions_having(level):
+                for f in reg.fields_of(version, level):
+                    if f.name not in claimed:
+                        self.history.setdefault(f.name, []).append((version, f))
         for name, seen in self.history.items():
             if name in self.renames:
                 continue
