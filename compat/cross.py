@@ -46,13 +46,15 @@ def _get(obj, name: str):
 
 
 def object_side(config: str, obj, names, defaults: dict | None = None) -> Side:
-    """A side for a user's object (a built OptimizerConfig, a dict, an OmegaConf node): every value it carries."""
-    values = {}
+    """A side for a user's object (a built OptimizerConfig, a dict, an OmegaConf node): the release defaults
+    (``defaults``) overlaid with every value it carries; only carried values count as chosen."""
+    carried = {}
     for name in names:
         value = _get(obj, name)
         if value is not MISSING:
-            values[name] = normalize(value)
-    return Side(config, values, set(values), lambda n: n in values, settable=False,
+            carried[name] = normalize(value)
+    values = {**{k: normalize(v) for k, v in (defaults or {}).items()}, **carried}
+    return Side(config, values, set(carried), lambda n: n in values, settable=False,
                 built=not isinstance(obj, Mapping), defaults=dict(defaults or {}))
 
 
