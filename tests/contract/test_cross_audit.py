@@ -99,7 +99,6 @@ def test_overlap_param_gather_follows_a_real_optimizer_config(installed):
 
 
 def test_configs_resolved_together_build_real_objects(installed):
-    reg = registry()
     optimizer = {"optimizer": "adam", "lr": 1e-4, "bf16": True, "use_distributed_optimizer": True}
     ddp = {"use_distributed_optimizer": True, "overlap_grad_reduce": True}
     transformer = {**BASE["transformer"], "bf16": True}

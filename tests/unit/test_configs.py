@@ -8,7 +8,6 @@ import pytest
 import compat
 from compat import (CompatError, ConfigAbsentError, ConstraintError, FieldTypeError, InvalidValueError,
                     TorchNotInstalledError, UnknownFieldError, UnsupportedFieldError)
-from compat.canonical import canonical
 from compat.registry import Field, Schema, load_json, registry
 from compat.resolve import resolve
 
