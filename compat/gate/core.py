@@ -62,7 +62,7 @@ def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=N
     base = reg.schema(against)
     cand = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts["ddp"])
     changes = diff_ddp(base, cand, renames, rules, facts["version"])
-    changes += optimizer_changes(reg.optimizer_fields(against), facts)
+    changes += optimizer_changes(reg.optimizer_fields(against) if reg.has(against, "optimizer") else (), facts)
     order = {level: i for i, level in enumerate(LEVELS)}
     changes.sort(key=lambda c: (order[c.level], c.config != DDP))
     label = facts["version"] or f"{Path(source).name} (version unknown)"
