@@ -290,6 +290,45 @@ def diff_ddp(base: Schema, cand: Schema, renames, rules, version: str | None) ->
     return _Diff(base, cand, renames, rules, version).run()
 
 
+_NO_RULES = {"constraints": [], "resolver_sets": [], "value_rules": {}}
+
+
+def diff_model_config(base: Schema, cand: Schema, renames, version: str | None, only_owner: str | None = None
+                      ) -> list[Change]:
+    """TransformerConfig / MLATransformerConfig: the same classification, sized for classes of 300 fields.
+
+    Removed fields (with rename proposals), default and type changes and new required fields are reported as for
+    DDPConfig; new optional fields are informational unless they look like a rename; the new ``__post_init__``
+    checks are summarised in one line (their pre-check status is in `fields --config ... --json`).
+    ``only_owner`` keeps the changes of fields a subclass declares itself (MLA's, not TransformerConfig's again).
+    """
+    config = cand.class_name
+    changes = _Diff(base, cand, renames, _NO_RULES, version).run()
+    own = None
+    if only_owner:
+        own = {f.name for f in (*base.fields, *cand.fields) if f.owner == only_owner}
+    out = []
+    for c in changes:
+        c.config = config
+        if own is not None and c.field not in own:
+            continue
+        if c.what in ("check", "coercion", "check-dropped"):
+            continue
+        if c.what == "added" and c.level == DECISION and not c.proposal:
+            c.level = INFO
+        c.notes = [n if not n.startswith("__post_init__ reads it") else
+                   "__post_init__ reads it (its checks come from the source and are pre-checked where evaluable)"
+                   for n in c.notes]
+        out.append(c)
+    new_checks = {(x.kind, x.when, x.test) for x in cand.checks} - {(x.kind, x.when, x.test) for x in base.checks}
+    if new_checks and own is None:
+        checked = sum(1 for x in cand.checks if (x.kind, x.when, x.test) in new_checks and x.skip is None)
+        out.append(Change(INFO, "check", "(__post_init__)", None,
+                          f"{len(new_checks)} new or changed checks, {checked} of them pre-checked",
+                          "pre-checks the evaluable ones from the registry after --accept", config))
+    return out
+
+
 def optimizer_changes(base: tuple, facts: dict) -> list[Change]:
     if "optimizer" not in facts:
         return [Change(DECISION, "missing", OPT, "megatron/core/optimizer/optimizer_config.py", None,

@@ -132,15 +132,17 @@ def test_newest_release_against_previous_minor_via_cli():
     proc = run_cli("megatron-core==0.19.2", "--against", "0.18.2")
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
-    assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: NEEDS REVIEW")
+    # TransformerConfig changed a default (moe_deepep_num_sms 20 -> None): breaking; DDPConfig needs review only
+    assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING")
     assert "**added** `megatron_fsdp_max_pool_double_buffer`: `bool = False`" in out
     assert "**new __post_init__ coercion** of `fsdp_double_buffer`" in out
     assert "max-pool-double-buffer-forces-double-buffer" in out
-    assert "## Breaking\n\n_none_" in out and "## Informational\n\n_none_" in out
+    assert "**default changed** `moe_deepep_num_sms` (TransformerConfig): `20` → `None`" in out
     data = json.loads(run_cli("megatron-core==0.19.2", "--against", "0.18.2", "--json").stdout)
-    assert data["verdict"] == "needs review" and data["exit_code"] == 1
-    assert [c["field"] for c in data["changes"]["needs a decision"]] == [
-        "megatron_fsdp_max_pool_double_buffer", "fsdp_double_buffer"]
+    assert data["verdict"] == "breaking" and data["exit_code"] == 1
+    assert {c["config"] for c in data["changes"]["breaking"]} == {"TransformerConfig"}
+    assert [c["field"] for c in data["changes"]["needs a decision"] if c["config"] ==
+            "DistributedDataParallelConfig"] == ["megatron_fsdp_max_pool_double_buffer", "fsdp_double_buffer"]
 
 
 @network

@@ -204,3 +204,22 @@ def test_unsupported_is_static_and_names_why(text, why):
 def test_render_fills_in_the_f_string():
     assert render("f'heads ({self.h}) vs tp {self.tp!r}'", {"h": 4, "tp": 3}) == "heads (4) vs tp 3"
     assert render("f'x={self.y}'", {}) == "x={self.y}"
+
+
+@pytest.mark.network
+def test_transformer_changes_are_in_the_report():
+    report = g.gate("megatron-core==0.19.0", registry().truncated("0.18.2"))
+    tf = [c for c in report.changes if c.config == "TransformerConfig"]
+    [default] = [c for c in tf if c.what == "default" and c.field == "moe_deepep_num_sms"]
+    assert default.level == g.BREAKING and (default.old, default.new) == ("20", "None")
+    added = [c for c in tf if c.what == "added"]
+    assert added and all(c.level == g.INFO for c in added if not c.proposal)
+    assert [c for c in tf if c.what == "check" and "pre-checked" in c.new]
+
+
+@pytest.mark.network
+def test_muon_rename_is_proposed_by_the_gate():
+    report = g.gate("megatron-core==0.18.0", registry().truncated("0.17.1"))
+    [added] = [c for c in report.changes if c.config == "OptimizerConfig" and c.field == "muon_nesterov"]
+    [removed] = [c for c in report.changes if c.config == "OptimizerConfig" and c.field == "muon_use_nesterov"]
+    assert removed.what == "removed" and "looks renamed to muon_nesterov" in removed.notes[0]
