@@ -112,16 +112,15 @@ def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) 
 
 
 def _post_init_from_source(cls, annotations: dict) -> dict:
-    """``__post_init__`` facts read from the source of every dataclass in ``cls``'s MRO."""
+    """``__post_init__`` facts read from the source of every class in ``cls``'s MRO that defines one (dataclass
+    or mixin, in MRO order, as ``super().__post_init__()`` calls them)."""
     mro = []
     for klass in inspect.getmro(cls):
-        if not dataclasses.is_dataclass(klass):
+        if "__post_init__" not in vars(klass):
             continue
         node = _class_node(klass)
-        if node is None:
-            if "__post_init__" in vars(klass):  # a __post_init__ we cannot read: check nothing after it
-                return {"reads": (), "writes": (), "dynamic_writes": True, "checks": []}
-            continue
+        if node is None:  # a __post_init__ we cannot read: it may set anything, so nothing is pre-checked
+            return {"reads": (), "writes": (), "dynamic_writes": True, "checks": []}
         mro.append(node)
     if not mro:
         return {"reads": (), "writes": (), "dynamic_writes": False, "checks": []}

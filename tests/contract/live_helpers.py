@@ -46,7 +46,7 @@ def battery(config, names):
                   {**base, "ffn_hidden_size": 256, "kv_channels": 16},
                   {**base, "tensor_model_parallel_size": 2, "sequence_parallel": True},
                   {**base, "pipeline_model_parallel_size": 2, "pipeline_dtype": "bf16"},
-                  {**base, "num_moe_experts": 4, "moe_router_topk": 2},
+                  {**base, "num_moe_experts": 4, "moe_router_topk": 2, "add_bias_linear": False},
                   {**base, "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1},
                   {**base, "recompute_granularity": "selective"},
                   {**base, "layernorm_epsilon": 1e-6, "hidden_dropout": 0.0, "attention_dropout": 0.0}]
