@@ -18,8 +18,9 @@ from . import version as _v
 from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, MegatronNotInstalledError
-from .extract import DDP_CLASS
 from .registry import Field, Schema, check_from_record, registry
+
+DDP_CLASS = CONFIGS["ddp"].class_name
 
 
 class PostInitChangedWarning(CompatWarning):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from . import version as _v
 from .configs import CONFIGS
 
 FORMAT = 2
@@ -44,6 +43,8 @@ def encode(releases: list[dict]) -> dict:
             index[key] = len(table)
             table.append(record)
         return index[key]
+
+    from . import version as _v  # packaging: only when writing a registry
 
     for release in sorted(releases, key=lambda r: _v.parse(r["version"])):
         refs = {}
