@@ -79,6 +79,7 @@ class Canonical:
                 self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, None, f.doc,
                                                      f"this build ({extra.version}, {extra.source})", f.exact)
         self._names = list(self.fields) + list(self.renames)
+        self._ranks: dict = {}
 
     def _unreleased(self, config: str) -> None:
         curated = rules()["unreleased_fields"] if config == "ddp" else []
@@ -107,15 +108,22 @@ class Canonical:
         Before the field existed: its default when introduced. After it was removed (or in a gap): its last
         default before ``version``.
         """
-        from . import version as _v
-
         seen = self.history.get(name)
         if not seen:
             spec = self.fields[name]
             return spec.default, spec.exact
-        older = [f for v, f in seen if not _v.is_newer(v, version)]
+        rank = self._rank(version)
+        older = [f for v, f in seen if self._rank(v) <= rank]
         f = older[-1] if older else seen[0][1]
         return f.default, f.exact
+
+    def _rank(self, version: str):
+        """Sort key of a version (registry releases by index, anything else parsed once)."""
+        if version not in self._ranks:
+            from . import version as _v
+
+            self._ranks[version] = _v.parse(version)
+        return self._ranks[version]
 
     def check_value(self, name: str, value, spec: CanonicalField | None = None, target: Field | None = None,
                     version: str = "this build"):

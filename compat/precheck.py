@@ -59,13 +59,15 @@ def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
     return out
 
 
-def counts(schema: Schema, env: dict) -> dict:
-    """How many checks were evaluated, passed, and could not be evaluated (with the reasons' counts)."""
-    result = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}
+def run(schema: Schema, env: dict) -> tuple[Check | None, dict]:
+    """(the first check that fires or None, how many checks were evaluated and how many could not be)."""
+    counts = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}
     for check in schema.checks:
         outcome = fires(check, env)
-        result["evaluated" if outcome is not None else "not_evaluated"] += 1
-    return result
+        if outcome:
+            return check, counts
+        counts["evaluated" if outcome is not None else "not_evaluated"] += 1
+    return None, counts
 
 
 def error_for(check: Check, env: dict, schema: Schema) -> ConstraintError:
@@ -91,4 +93,4 @@ def _shown(value):
     return "<unknown>" if value is UNKNOWN else value
 
 
-__all__ = ["counts", "environment", "error_for", "fires", "precheck", "violations"]
+__all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from . import cross, precheck, resolver
 from . import version as _v
@@ -36,6 +36,11 @@ class FieldResolution:
     rule: str | None = None
     note: str | None = None
 
+    def to_dict(self) -> dict:  # by hand: dataclasses.asdict deep-copies every value (slow for 450 fields)
+        return {"name": self.name, "value": _jsonable(self.value), "source": self.source,
+                "target_name": self.target_name, "given_as": list(self.given_as), "rule": self.rule,
+                "note": self.note}
+
 
 @dataclass
 class Resolution:
@@ -55,10 +60,8 @@ class Resolution:
         return {"config": self.config, "class": self.class_name, "version": self.version,
                 "schema_source": self.schema_source, "match": self.match,
                 "kwargs": {k: _jsonable(v) for k, v in self.kwargs.items()},
-                "fields": {n: {**asdict(f), "value": _jsonable(f.value), "given_as": list(f.given_as)}
-                           for n, f in self.fields.items()},
-                "dropped": [{**asdict(f), "value": _jsonable(f.value), "given_as": list(f.given_as)}
-                            for f in self.dropped],
+                "fields": {n: f.to_dict() for n, f in self.fields.items()},
+                "dropped": [f.to_dict() for f in self.dropped],
                 "prechecks": dict(self.prechecks), "warnings": list(self.warnings)}
 
 
@@ -185,11 +188,13 @@ def resolve(overrides=None, optimizer_config=None, version=None, *, config: str 
     for fr in values.values():
         _place(fr, schema, canon, res, lenient)
     _report_defaults(schema, canon, res)
-    env = precheck.environment(schema, res.kwargs)
-    found = precheck.violations(schema, env) if prechecks else []
-    if found:
-        raise precheck.error_for(found[0], env, schema)
-    res.prechecks = precheck.counts(schema, env) if prechecks else {"checks": len(schema.checks), "skipped": True}
+    if prechecks:
+        env = precheck.environment(schema, res.kwargs)
+        found, res.prechecks = precheck.run(schema, env)
+        if found is not None:
+            raise precheck.error_for(found, env, schema)
+    else:
+        res.prechecks = {"checks": len(schema.checks), "skipped": True}
     return res
 
 
@@ -329,7 +334,8 @@ def _report_defaults(schema: Schema, canon: Canonical, res: Resolution):
             value, _exact = canon.implied(name, schema.version)
             res.fields[name] = FieldResolution(name, value, ABSENT, None,
                                                note=f"not in megatron-core {schema.version}")
-    rest = [n for n in res.fields if n not in order]
+    placed = set(order)
+    rest = [n for n in res.fields if n not in placed]
     res.fields = {n: res.fields[n] for n in order + rest}
 
 

@@ -2,6 +2,7 @@
 (canonical names, aliases, wrong types, unknown keys), each non-default value reaches the kwargs under the
 release's name, or a CompatError names it. The same holds for what ``explain`` reports."""
 import warnings
+from functools import lru_cache
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,7 @@ _VALID = {
 _WRONG = st.one_of(st.text(max_size=4), st.integers(-5, 5), st.none(), st.booleans(), st.floats(allow_nan=False))
 
 
+@lru_cache(maxsize=None)
 def _valid_for(config: str, name: str):
     spec = CANON[config].fields[name]
     kind, optional = spec.kind
@@ -40,8 +42,19 @@ def spec_choices(spec):
     return list(parse(spec.annotation).choices or [])
 
 
-def _own_names(config: str, version: str) -> list[str]:
-    return sorted(n for n in REG.schema(version, config).names if n in CANON[config].fields)
+@lru_cache(maxsize=None)
+def _own_names(config: str, version: str):
+    return st.sampled_from(sorted(n for n in REG.schema(version, config).names if n in CANON[config].fields))
+
+
+@lru_cache(maxsize=None)
+def _any_name(config: str):
+    return st.sampled_from(sorted(CANON[config].fields))
+
+
+@lru_cache(maxsize=None)
+def _alias(config: str):
+    return st.sampled_from(sorted(CANON[config].renames))
 
 
 @st.composite
@@ -52,17 +65,17 @@ def overrides_for(draw, config: str, version: str) -> dict:
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["own"] * 14 + ["any"] * 2 + ["alias"] * 2 + ["wrong", "unknown"]))
         if kind == "own":
-            name = draw(st.sampled_from(_own_names(config, version)))
+            name = draw(_own_names(config, version))
             out[name] = draw(_valid_for(config, name))
         elif kind == "any":
-            name = draw(st.sampled_from(sorted(canon.fields)))
+            name = draw(_any_name(config))
             out[name] = draw(_valid_for(config, name))
         elif kind == "alias" and canon.renames:
-            out[draw(st.sampled_from(sorted(canon.renames)))] = draw(st.one_of(st.booleans(), st.integers(1, 4)))
+            out[draw(_alias(config))] = draw(st.one_of(st.booleans(), st.integers(1, 4)))
         elif kind == "wrong":
-            out[draw(st.sampled_from(sorted(canon.fields)))] = draw(_WRONG)
+            out[draw(_any_name(config))] = draw(_WRONG)
         else:
-            out[draw(st.sampled_from(sorted(canon.fields))) + "_x"] = True
+            out[draw(_any_name(config)) + "_x"] = True
     return out
 
 
