@@ -1,30 +1,65 @@
-"""The only module that imports megatron: read the live DDPConfig and build real config objects."""
+"""The only module that imports megatron: read live config dataclasses and build real config objects.
+
+The live dataclass decides which fields exist (a dev build or a Megatron-Bridge subclass may have more than its
+version's release). Its ``__post_init__`` checks come from the registry when the class is the release's own,
+else from its source (``inspect`` + the same ``ast`` walk as the registry).
+"""
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import importlib.util
 import inspect
+import textwrap
+import warnings
 
 from . import version as _v
+from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
-from .errors import CompatError, MegatronNotInstalledError
-from .extract import DDP_CLASS, extract_class
-from .registry import Field, Schema, registry
+from .errors import CompatError, CompatWarning, MegatronNotInstalledError
+from .registry import Field, Schema, check_from_record, registry
 
-DDP_MODULE = "megatron.core.distributed"
+DDP_CLASS = CONFIGS["ddp"].class_name
 
 
-def ddp_config_class():
+class PostInitChangedWarning(CompatWarning):
+    """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
+
+
+def megatron_class(config: str = "ddp"):
+    """The live class of ``config`` ("ddp", "optimizer", "transformer", "mla", ...)."""
+    spec = config_class(config)
     try:
         if importlib.util.find_spec("megatron") is None or importlib.util.find_spec("megatron.core") is None:
             raise ModuleNotFoundError("megatron.core")
-        module = importlib.import_module(DDP_MODULE)
+        module = importlib.import_module(spec.module)
     except ModuleNotFoundError as exc:
         raise MegatronNotInstalledError(
-            f"build_ddp_config needs megatron-core installed (import of {DDP_MODULE} failed: {exc}); "
-            "use compat.ddp_kwargs(..., version=...) for registry-only kwargs") from None
-    return module.DistributedDataParallelConfig
+            f"building {spec.class_name} needs megatron-core installed (import of {spec.module} failed: {exc}); "
+            f"use compat.resolve(..., config={spec.key!r}, version=...) for registry-only kwargs") from None
+    cls = getattr(module, spec.class_name, None)
+    if cls is None:
+        raise MegatronNotInstalledError(f"the installed megatron-core has no {spec.class_name} in {spec.module}")
+    return cls
+
+
+def ddp_config_class():
+    return megatron_class("ddp")
+
+
+def config_of(cls) -> str:
+    """The config key of a live class: the nearest known class in its MRO (a Bridge subclass is its base's)."""
+    for klass in inspect.getmro(cls):
+        for key, spec in CONFIGS.items():
+            if klass.__name__ == spec.class_name and klass.__module__.startswith("megatron."):
+                return key
+    for klass in inspect.getmro(cls):  # a stand-in outside megatron with the same class name
+        for key, spec in CONFIGS.items():
+            if klass.__name__ == spec.class_name:
+                return key
+    raise CompatError(f"{cls.__name__} is not one of the known config classes ({', '.join(CONFIGS)}) "
+                      "nor a subclass of one")
 
 
 def _annotation_text(tp) -> str:
@@ -41,38 +76,98 @@ def _live_default(f: dataclasses.Field):
     elif f.default_factory is not dataclasses.MISSING:
         value = f.default_factory()
     else:
-        return None, "<required>"
+        return None, "<required>", True
     if is_torch_dtype(value):
-        return str(value).removeprefix("torch."), str(value)
-    return (tuple(value) if isinstance(value, list) else value), repr(value)
+        return str(value).removeprefix("torch."), str(value), False
+    return value, repr(value), False
 
 
-def live_schema(cls=None) -> Schema:
-    """The installed build's DDPConfig as a Schema: fields from ``dataclasses.fields``, checks from its source."""
-    cls = cls or ddp_config_class()
+def live_schema(cls=None, config: str | None = None) -> Schema:
+    """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data."""
+    cls = cls or megatron_class(config or "ddp")
+    config = config or config_of(cls)
     version = _v.installed_version() or "0+unknown"
     fields = []
     for f in dataclasses.fields(cls):
-        default, text = _live_default(f)
-        fields.append(Field(f.name, _annotation_text(f.type), default, text))
-    reads, writes = _post_init_names(cls, version, tuple(f.name for f in fields))
-    return Schema(version, "live", tuple(fields), reads, writes)
+        if not f.init:
+            continue
+        default, text, required = _live_default(f)
+        fields.append(Field(f.name, _annotation_text(f.type), default, text, required=required, exact=not required))
+    post = _post_init(cls, config, version, tuple(f.name for f in fields), {f.name: f.annotation for f in fields})
+    return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]), config,
+                  cls.__name__, tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
+                  tuple(k.__name__ for k in inspect.getmro(cls)[1:] if dataclasses.is_dataclass(k)))
 
 
-def _post_init_names(cls, version: str, names: tuple) -> tuple[frozenset, frozenset]:
-    """Names __post_init__ reads/writes: the registry's when it describes this exact build, else the source's."""
+def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) -> dict:
+    """The registry's facts when ``cls`` is exactly the release's class, else read from the live source."""
     reg = registry()
-    if version in reg.releases and reg.schema(version).names == names:
-        known = reg.schema(version)
-        return known.post_init_reads, known.post_init_writes
+    spec = CONFIGS[config]
+    if cls.__name__ == spec.class_name and cls.__module__.startswith("megatron.core."):
+        if version in reg.releases and reg.has(version, config) and reg.schema(version, config).names == names:
+            known = reg.schema(version, config)
+            return {"reads": known.post_init_reads, "writes": known.post_init_writes,
+                    "dynamic_writes": known.dynamic_writes,
+                    "checks": [dataclasses.asdict(c) for c in known.checks]}
+    return _post_init_from_source(cls, annotations)
+
+
+def _post_init_from_source(cls, annotations: dict) -> dict:
+    """``__post_init__`` facts read from the source of every class in ``cls``'s MRO that defines one (dataclass
+    or mixin, in MRO order, as ``super().__post_init__()`` calls them)."""
+    mro = []
     for klass in inspect.getmro(cls):
-        if "__post_init__" in vars(klass):
-            try:
-                facts = extract_class(inspect.getsource(inspect.getmodule(klass)), klass.__name__)
-            except (OSError, TypeError, CompatError):
-                continue
-            return frozenset(facts["post_init_reads"]), frozenset(facts["post_init_writes"])
-    return frozenset(), frozenset()
+        if "__post_init__" not in vars(klass):
+            continue
+        node = _class_node(klass)
+        if node is None:  # a __post_init__ we cannot read: it may set anything, so nothing is pre-checked
+            return {"reads": (), "writes": (), "dynamic_writes": True, "checks": []}
+        mro.append(node)
+    if not mro:
+        return {"reads": (), "writes": (), "dynamic_writes": False, "checks": []}
+    from .postinit import post_init_facts
+
+    return post_init_facts(mro, annotations)
+
+
+def _class_node(klass) -> ast.ClassDef | None:
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, ValueError, IndentationError):
+        return None
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+    return node if node is not None and node.name == klass.__name__ else None
+
+
+def build_config(config: str | None = None, overrides=None, *, cls=None, lenient: bool = False,
+                 optimizer_config=None):
+    """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
+    from .canonical import canonical
+    from .resolve import materialize, resolve
+
+    cls = cls or megatron_class(config or "ddp")
+    key = config_class(config).key if config else config_of(cls)
+    schema = live_schema(cls, key)
+    resolution = resolve(overrides, optimizer_config, schema=schema, lenient=lenient)
+    kwargs = materialize(resolution.kwargs, canonical(registry(), schema, key))
+    obj = cls(**kwargs)
+    changed = {}
+    for name, value in kwargs.items():
+        now = getattr(obj, name, value)
+        try:
+            same = bool(now == value) or now is value
+        except Exception:  # arrays and other odd __eq__: identity only
+            same = now is value
+        if not same:
+            changed[name] = (value, now)
+    unexpected = {k: v for k, v in changed.items() if k not in schema.post_init_writes and not schema.dynamic_writes}
+    if unexpected:
+        raise CompatError(f"{schema.class_name}.__post_init__ changed values it was given: {unexpected}")
+    if changed:
+        warnings.warn(f"{schema.class_name}.__post_init__ replaced values it was given (passed, now): {changed}",
+                      PostInitChangedWarning, stacklevel=3)
+    return obj
 
 
 def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = False, cls=None):
@@ -81,17 +176,18 @@ def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = F
     DistributedDataParallel.__init__ rewrites ``bucket_size`` on the object it is given, so never share one.
     ``cls`` may name a subclass (for example Megatron-Bridge's) to instantiate instead.
     """
-    from .resolve import materialize, resolve
-
-    cls = cls or ddp_config_class()
-    schema = live_schema(cls)
-    resolution = resolve(overrides, optimizer_config, schema=schema, lenient=lenient)
-    kwargs = materialize(resolution.kwargs)
-    config = cls(**kwargs)
-    changed = {k: (v, getattr(config, k)) for k, v in kwargs.items() if getattr(config, k) != v}
-    if changed:
-        raise CompatError(f"DistributedDataParallelConfig.__post_init__ changed values it was given: {changed}")
-    return config
+    return build_config("ddp", overrides, cls=cls, lenient=lenient, optimizer_config=optimizer_config)
 
 
-__all__ = ["DDP_CLASS", "build_ddp_config", "ddp_config_class", "live_schema"]
+def build_optimizer_config(overrides=None, *, lenient: bool = False, cls=None):
+    """A NEW OptimizerConfig (or ``cls``, e.g. AdamOptimizerConfig on 0.16-0.17) from resolved overrides."""
+    return build_config("optimizer" if cls is None else None, overrides, cls=cls, lenient=lenient)
+
+
+def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None):
+    """A NEW TransformerConfig (or ``cls``: MLATransformerConfig, a Bridge provider class) from resolved overrides."""
+    return build_config("transformer" if cls is None else None, overrides, cls=cls, lenient=lenient)
+
+
+__all__ = ["DDP_CLASS", "PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
+           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "megatron_class"]

@@ -1,4 +1,8 @@
-"""The canonical DDPConfig schema: every field any release has, under its newest name, with type checks."""
+"""The canonical schema of one config class: every field any release has, under its newest name, with type checks.
+
+One ``Canonical`` per config ("ddp", "optimizer", "transformer", "mla", ...). Old names are aliases (renames.json);
+fields that only the upstream Megatron-LM branches have (heads.json, rules.json) are known as unreleased.
+"""
 from __future__ import annotations
 
 import difflib
@@ -6,30 +10,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .dtypes import accepted_spellings, dtype_name
-from .errors import ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
-from .registry import Field, Registry, Schema, describe_range, renames, rules
+from . import typecheck
+from .annotations import parse
+from .configs import config_class, lineage
+from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
+from .registry import Field, Registry, Schema, describe_range, field_from_record, heads, renames, rules
+
+_SUGGEST_CUTOFF = 0.6
 
 
 @dataclass(frozen=True)
 class CanonicalField:
     name: str
-    annotation: str
-    default: object  # the behaviour of a build that lacks the field (its default when introduced)
+    annotation: str  # the newest annotation
+    default: object  # the newest default; ``Canonical.implied`` gives the behaviour of a build that lacks it
     introduced: str | None  # None: no release has it
     doc: str = ""
     found_in: str = ""  # where an unreleased field exists
+    exact: bool = True  # False when the default is an expression kept as text
 
     @property
     def kind(self) -> tuple[str, bool]:
-        """(base kind, optional) read off the annotation."""
-        text = self.annotation.replace("typing.", "")
-        optional = text.startswith("Optional[") or self.default is None
-        inner = text[len("Optional["):-1] if text.startswith("Optional[") else text
-        if inner.lower().startswith("tuple[str"):
+        """(base kind, optional): the single non-None kind of the annotation ("any" for unions and unknowns)."""
+        spec = parse(self.annotation)
+        kinds = [m for m in spec.members if m.kind != "None"]
+        optional = spec.optional or self.default is None
+        if len(kinds) != 1:
+            return "any", optional
+        m = kinds[0]
+        if m.kind == "tuple" and typecheck.describe(m) == "a list or tuple of str":
             return "str_tuple", optional
-        return {"bool": "bool", "int": "int", "float": "float", "str": "str",
-                "torch.dtype": "dtype"}.get(inner, "any"), optional
+        return (m.kind if m.kind in ("bool", "int", "float", "str", "dtype") else "any"), optional
 
 
 @dataclass(frozen=True)
@@ -39,86 +50,156 @@ class Given:
 
 
 class Canonical:
-    def __init__(self, reg: Registry, extra: Schema | None = None):
-        self.registry = reg
-        self.renames = {r["old"]: r for r in renames()}
-        self.renamed_to = {r["new"]: r for r in renames()}
-        self.value_rules = rules()["value_rules"]
+    def __init__(self, reg: Registry, extra: Schema | None = None, config: str = "ddp"):
+        self.registry, self.config = reg, config
+        self.class_name = config_class(config).class_name
+        table = renames(config)
+        both = extra is not None and [r for r in table if r["old"] in extra and r["new"] in extra
+                                      and not r.get("old_is_dead")]
+        self.renames = {r["old"]: r for r in table if not (both and r in both)}
+        self.renamed_to = {r["new"]: r for r in table if not (both and r in both)}
+        self.value_rules = rules()["value_rules"] if config == "ddp" else {}
+        self.history: dict[str, list[tuple[str, Field]]] = {}
         self.fields: dict[str, CanonicalField] = {}
-        for version in reg.versions():
-            for f in reg.schema(version).fields:
-                if f.name in self.renames:
-                    continue
-                first = self.fields[f.name].introduced if f.name in self.fields else version
-                self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, first, f.doc)
-        for u in rules()["unreleased_fields"]:
-            self.fields.setdefault(u["name"], CanonicalField(u["name"], u["annotation"], u["default"], None,
-                                                             u.get("doc", ""), u["found_in"]))
+        for level in lineage(config):  # a subclass is-a base: the base's fields it never had are known too
+            claimed = set(self.history)
+            for version in reg.versions_having(level):
+                for f in reg.fields_of(version, level):
+                    if f.name not in claimed:
+                        self.history.setdefault(f.name, []).append((version, f))
+        for name, seen in self.history.items():
+            if name in self.renames:
+                continue
+            newest = seen[-1][1]
+            self.fields[name] = CanonicalField(name, newest.annotation, newest.default, seen[0][0], newest.doc,
+                                               exact=newest.exact)
+        self._unreleased(config)
         for f in (extra.fields if extra else ()):
             if f.name not in self.fields and f.name not in self.renames:
                 self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, None, f.doc,
-                                                     f"this build ({extra.version}, {extra.source})")
+                                                     f"this build ({extra.version}, {extra.source})", f.exact)
+        self._names = list(self.fields) + list(self.renames)
+        self._ranks: dict = {}
+
+    def _unreleased(self, config: str) -> None:
+        curated = rules()["unreleased_fields"] if config == "ddp" else []
+        for u in curated:
+            self.fields.setdefault(u["name"], CanonicalField(u["name"], u["annotation"], u["default"], None,
+                                                             u.get("doc", ""), u["found_in"]))
+        data = heads()
+        for u in data.get("fields", {}).get(config, []):
+            where = " and ".join(f"{h} (reports {data['heads'][h]['reports']}, commit "
+                                 f"{data['heads'][h]['commit'][:10]})" for h in u["heads"])
+            record = {k: u[k] for k in ("name", "annotation", "default", "default_expr", "required", "factory")
+                      if k in u}
+            f = field_from_record(record)
+            self.fields.setdefault(u["name"], CanonicalField(
+                f.name, f.annotation, f.default, None, u.get("doc", ""),
+                f"unreleased Megatron-LM {where} only; no release has it", f.exact))
 
     # ---- input side -------------------------------------------------------------------------------------------
     def suggest(self, key: str) -> str | None:
-        names = list(self.fields) + list(self.renames)
-        hits = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+        hits = difflib.get_close_matches(key, self._names, n=1, cutoff=_SUGGEST_CUTOFF)
         return hits[0] if hits else None
 
-    def check_value(self, name: str, value, spec: CanonicalField | None = None):
-        """Validate one value against the field's type and value rules; return the canonical value."""
-        spec = spec or self.fields[name]
-        kind, optional = spec.kind
-        if value is None:
-            if optional or kind == "any":
-                return None
-            raise FieldTypeError(name, value, f"{kind} (None is not allowed)")
-        value = _check_kind(name, kind, value)
-        rule = self.value_rules.get(name, {})
-        if "min" in rule and value < rule["min"]:
-            raise InvalidValueError(name, value, f"must be >= {rule['min']}")
-        if "choices" in rule and value not in rule["choices"]:
-            raise InvalidValueError(name, value, f"must be one of {', '.join(map(repr, rule['choices']))}")
-        return value
+    def implied(self, name: str, version: str) -> tuple[object, bool]:
+        """(value, exact): how a build of ``version`` that lacks ``name`` behaves.
 
-    def canonicalize(self, overrides) -> dict[str, Given]:
+        Before the field existed: its default when introduced. After it was removed (or in a gap): its last
+        default before ``version``.
+        """
+        seen = self.history.get(name)
+        if not seen:
+            spec = self.fields[name]
+            return spec.default, spec.exact
+        rank = self._rank(version)
+        older = [f for v, f in seen if self._rank(v) <= rank]
+        f = older[-1] if older else seen[0][1]
+        return f.default, f.exact
+
+    def _rank(self, version: str):
+        """Sort key of a version (registry releases by index, anything else parsed once)."""
+        if version not in self._ranks:
+            from . import version as _v
+
+            self._ranks[version] = _v.parse(version)
+        return self._ranks[version]
+
+    def check_value(self, name: str, value, spec: CanonicalField | None = None, target: Field | None = None,
+                    version: str = "this build"):
+        """Validate one value against the field's type (the canonical one, or the target build's own) and value
+        rules; return the canonical value. A target whose annotation is a ``Literal`` must list the value."""
+        spec = spec or self.fields[name]
+        types = [parse(spec.annotation)]
+        if target is not None and target.annotation != spec.annotation:
+            types.append(target.type)
+        error: CompatError | None = None
+        for t in types:
+            try:
+                value_out = typecheck.check(name, value, t, spec.default)
+                break
+            except (FieldTypeError, InvalidValueError) as exc:
+                error = error or exc
+        else:
+            raise error
+        if target is not None and target.type.choices is not None and value_out is not None \
+                and value_out not in target.type.choices:
+            raise InvalidValueError(name, value, f"megatron-core {version} declares {target.annotation}; "
+                                    f"{self._literal_versions(name, value_out)}")
+        rule = self.value_rules.get(name, {})
+        if "min" in rule and value_out is not None and value_out < rule["min"]:
+            raise InvalidValueError(name, value, f"must be >= {rule['min']}")
+        if "choices" in rule and value_out not in rule["choices"]:
+            raise InvalidValueError(name, value, f"must be one of {', '.join(map(repr, rule['choices']))}")
+        return value_out
+
+    def _literal_versions(self, name: str, value) -> str:
+        ok = [v for v, f in self.history.get(name, ()) if f.type.choices is None or value in f.type.choices]
+        among = self.registry.versions_having(self.config)
+        return f"{value!r} is accepted by {describe_range(ok, among)}" if ok else f"no release accepts {value!r}"
+
+    def canonicalize(self, overrides, target: Schema | None = None) -> dict[str, Given]:
         """User overrides (canonical names or aliases) -> canonical name: Given. Raises on anything bad."""
         if overrides is None:
             return {}
         if not isinstance(overrides, Mapping):
-            raise FieldTypeError("<overrides>", overrides, "a mapping of DistributedDataParallelConfig fields")
+            raise FieldTypeError("<overrides>", overrides, f"a mapping of {self.class_name} fields")
         out: dict[str, Given] = {}
         raw: dict[str, dict] = {}
         for key, value in overrides.items():
             if not isinstance(key, str):
                 raise FieldTypeError(repr(key), key, "a str field name")
             if key in self.renames:
-                name, value = self.renames[key]["new"], self._from_old(key, value)
+                name, value = self.renames[key]["new"], self._from_old(key, value, target)
             elif key in self.fields:
-                name, value = key, self.check_value(key, value)
+                name = key
+                value = self.check_value(key, value, target=target.get(key) if target is not None else None,
+                                         version=target.version if target is not None else "this build")
             else:
-                raise UnknownFieldError(key, self.suggest(key))
+                raise UnknownFieldError(key, self.suggest(key), self.class_name, self.config)
             raw.setdefault(name, {})[key] = overrides[key]
-            if name in out and out[name].value != value:
+            if name in out and not _same(out[name].value, value):
                 raise ConflictingAliasError(name, raw[name])
             out[name] = Given(value, out[name].given_as + (key,) if name in out else (key,))
         return out
 
-    def _from_old(self, old: str, value):
+    def _from_old(self, old: str, value, target: Schema | None):
         rename = self.renames[old]
-        old_versions = self.registry.versions_with(old)
+        old_versions = self.registry.versions_with(old, self.config)
         old_spec = self._spec_of(old, old_versions[-1]) if old_versions else self.fields[rename["new"]]
         value = self.check_value(old, value, old_spec)
+        new = rename["new"]
         if "map" not in rename:
-            return self.check_value(rename["new"], value)
+            return self.check_value(new, value, target=target.get(new) if target is not None else None,
+                                    version=target.version if target is not None else "this build")
         for before, after in rename["map"]:
-            if before == value:
+            if before == value and type(before) is type(value):
                 return after
-        raise InvalidValueError(old, value, f"cannot be expressed as {rename['new']}")
+        raise InvalidValueError(old, value, f"cannot be expressed as {new}")
 
     def _spec_of(self, name: str, version: str) -> CanonicalField:
-        f = self.registry.schema(version).get(name)
-        return CanonicalField(f.name, f.annotation, f.default, None, f.doc)
+        f = self.registry.schema(version, self.config).get(name)
+        return CanonicalField(f.name, f.annotation, f.default, None, f.doc, exact=f.exact)
 
     # ---- output side ------------------------------------------------------------------------------------------
     def old_name_in(self, name: str, schema: Schema) -> str | None:
@@ -137,47 +218,28 @@ class Canonical:
 
     def supported_in(self, name: str) -> str:
         spec = self.fields.get(name)
-        text = describe_range(self.registry.versions_with(name))
+        among = self.registry.versions_having(self.config)
+        have = self.registry.versions_with(name, self.config)
+        text = describe_range(have, among)
         old = self.renamed_to.get(name, {}).get("old")
-        only_old = [v for v in self.registry.versions_with(old)
-                    if name not in self.registry.schema(v)] if old else []
+        only_old = [v for v in self.registry.versions_with(old, self.config) if v not in set(have)] if old else []
         if only_old:
-            text += f" (as {old} in {describe_range(only_old)})"
+            text += f" (as {old} in {describe_range(only_old, among)})"
         if spec is not None and spec.found_in:
             text = f"{text}; {spec.found_in}" if text != "no release" else spec.found_in
         return text
 
 
-def _check_kind(name: str, kind: str, value):
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise FieldTypeError(name, value, "bool")
-    elif kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise FieldTypeError(name, value, "int")
-    elif kind == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise FieldTypeError(name, value, "float")
-        value = float(value)
-    elif kind == "str":
-        if not isinstance(value, str):
-            raise FieldTypeError(name, value, "str")
-    elif kind == "dtype":
-        canonical = dtype_name(value)
-        if canonical is None:
-            raise FieldTypeError(name, value, f"a torch.dtype or one of {accepted_spellings()}")
-        value = canonical
-    elif kind == "str_tuple":
-        if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
-                not all(isinstance(v, str) for v in value):
-            raise FieldTypeError(name, value, "a list or tuple of str")
-        value = tuple(value)
-    return value
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b) or (a is b)
+    except Exception:  # values with odd __eq__ (arrays): only identity counts
+        return a is b
 
 
-@lru_cache(maxsize=8)
-def canonical(reg: Registry, extra: Schema | None = None) -> Canonical:
-    return Canonical(reg, extra)
+@lru_cache(maxsize=16)
+def canonical(reg: Registry, extra: Schema | None = None, config: str = "ddp") -> Canonical:
+    return Canonical(reg, extra, config)
 
 
 __all__ = ["Canonical", "CanonicalField", "Field", "Given", "canonical"]

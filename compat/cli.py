@@ -22,12 +22,36 @@ def _parse_set(text: str) -> tuple[str, object]:
         return key.strip(), raw  # bare words such as optim_grads are strings
 
 
+CONFIG_CHOICES = ("ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla")
+_OPTIMIZER_FLAGS = ("optimizer", "precision_aware", "main_grads_dtype", "layer_wise")
+
+
 def _optimizer_from(args) -> dict | None:
     if not (args.optimizer or args.precision_aware or args.main_grads_dtype or args.layer_wise):
         return None
     return {"optimizer": args.optimizer or "adam", "use_precision_aware_optimizer": args.precision_aware,
             "main_grads_dtype": args.main_grads_dtype or "fp32",
             "use_layer_wise_distributed_optimizer": args.layer_wise}
+
+
+def _overrides(args, parser) -> dict:
+    """--from FILE (a JSON object) under --set k=v; a key given twice with --set is a usage error."""
+    out: dict = {}
+    if args.from_file:
+        try:
+            data = json.loads(Path(args.from_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            parser.error(f"--from {args.from_file}: {exc}")
+        if not isinstance(data, dict):
+            parser.error(f"--from {args.from_file}: expected a JSON object of config fields")
+        out.update(data)
+    seen = set()
+    for key, value in args.set or []:
+        if key in seen:
+            parser.error(f"--set {key} is given more than once")
+        seen.add(key)
+        out[key] = value
+    return out
 
 
 def _print(obj, as_json: bool, text: str):
@@ -37,14 +61,22 @@ def _print(obj, as_json: bool, text: str):
 def cmd_explain(args) -> int:
     from .resolve import resolve
 
-    res = resolve(dict(args.set or []), _optimizer_from(args), args.mcore, lenient=args.lenient)
-    rows = [f"megatron-core {res.version} ({res.schema_source}, {res.match})"] + [f"note: {w}" for w in res.warnings]
+    if args.config != "ddp" and any(getattr(args, f) for f in _OPTIMIZER_FLAGS):
+        args.parser.error("--optimizer/--precision-aware/--main-grads-dtype/--layer-wise apply to --config ddp only")
+    res = resolve(_overrides(args, args.parser), _optimizer_from(args) if args.config == "ddp" else None,
+                  args.mcore, config=args.config, lenient=args.lenient)
+    rows = [f"megatron-core {res.version} {res.class_name} ({res.schema_source}, {res.match})"]
+    rows += [f"note: {w}" for w in res.warnings]
     width = max(len(n) for n in res.fields)
     for name, f in res.fields.items():
         called = "" if f.target_name in (name, None) else f"  (as {f.target_name})"
         why = f" [{f.rule}]" if f.rule else (f" [given as {', '.join(f.given_as)}]" if f.given_as != (name,) and f.given_as else "")
         rows.append(f"{name:<{width}}  {f.value!r:<14} {f.source}{called}{why}")
-    rows.append("kwargs: " + json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in res.kwargs.items()}))
+    if res.prechecks.get("checks"):
+        rows.append(f"__post_init__ checks: {res.prechecks['checks']}, pre-checked {res.prechecks.get('evaluated', 0)}"
+                    f" (the rest need values or code the pre-check does not evaluate)")
+    rows.append("kwargs: " + json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in res.kwargs.items()},
+                                        default=repr))
     _print(res.to_dict(), args.json, "\n".join(rows))
     return 0
 
@@ -52,11 +84,17 @@ def cmd_explain(args) -> int:
 def cmd_fields(args) -> int:
     from .resolve import target_schema
 
-    schema, _how, notes = target_schema(args.mcore)
-    data = {"version": schema.version, "fields": [
-        {"name": f.name, "annotation": f.annotation, "default": f.default_text, "doc": f.doc} for f in schema.fields],
-        "post_init_reads": sorted(schema.post_init_reads), "notes": notes}
-    text = "\n".join([f"megatron-core {schema.version}: {len(schema.fields)} fields"] +
+    schema, _how, notes = target_schema(args.mcore, config=args.config)
+    data = {"config": args.config, "class": schema.class_name, "bases": list(schema.bases), "version": schema.version,
+            "fields": [{"name": f.name, "annotation": f.annotation, "default": f.default_text, "doc": f.doc,
+                        "owner": f.owner} for f in schema.fields],
+            "post_init_reads": sorted(schema.post_init_reads), "post_init_writes": sorted(schema.post_init_writes),
+            "checks": [{"where": c.where(), "kind": c.kind, "exception": c.exception, "when": list(c.when),
+                        "test": c.test, "message": c.message, "pre_checked": c.skip is None, "skip": c.skip}
+                       for c in schema.checks], "notes": notes}
+    checked = sum(1 for c in schema.checks if c.skip is None)
+    text = "\n".join([f"megatron-core {schema.version} {schema.class_name}: {len(schema.fields)} fields, "
+                      f"{len(schema.checks)} __post_init__ checks ({checked} pre-checked)"] +
                      [f"  {f.name}: {f.annotation} = {f.default_text}" for f in schema.fields])
     _print(data, args.json, text)
     return 0
@@ -73,29 +111,36 @@ def cmd_registry_refresh(args) -> int:
         versions = {v: reg.is_yanked(v) for v in reg.versions()}
     log = (lambda _msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr))
     result = refresh.refresh(out, versions, log=log)
-    summary = {"out": str(out), "releases": len(result["releases"]),
-               "ddp_snapshots": len(result["ddp_snapshots"]), "optimizer_snapshots": len(result["optimizer_snapshots"])}
-    _print(summary, args.json, f"wrote {out}: {summary['releases']} releases, {summary['ddp_snapshots']} DDP "
-                               f"and {summary['optimizer_snapshots']} OptimizerConfig snapshots")
+    summary = {"out": str(out), "releases": len(result["releases"]), "snapshots": len(result["snapshots"]),
+               "fields": len(result["fields"]), "checks": len(result["checks"]), "bytes": out.stat().st_size}
+    _print(summary, args.json, f"wrote {out}: {summary['releases']} releases, {summary['snapshots']} class "
+                               f"snapshots, {summary['fields']} field records, {summary['checks']} checks, "
+                               f"{summary['bytes']} bytes")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+_LOCAL_COMMANDS = ("explain", "fields")  # need neither the gate nor vendor modules (60 ms of imports)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m compat", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("explain", help="every DDPConfig field: value, source and the name the version uses")
+    p = sub.add_parser("explain", help="every field of a config: value, source and the name the version uses")
+    p.add_argument("--config", choices=CONFIG_CHOICES, default="ddp", help="which config class (default: ddp)")
     p.add_argument("--mcore", help="target version (default: installed, else the newest in the registry)")
     p.add_argument("--set", action="append", type=_parse_set, metavar="KEY=VALUE", help="an override (JSON value)")
+    p.add_argument("--from", dest="from_file", metavar="FILE", help="overrides from a JSON object (--set wins)")
     p.add_argument("--optimizer", help="optimizer name (adam, sgd, muon); any optimizer flag enables the resolver")
     p.add_argument("--precision-aware", action="store_true", help="use_precision_aware_optimizer=True")
     p.add_argument("--main-grads-dtype", help="main_grads_dtype (fp32, bf16, ...)")
     p.add_argument("--layer-wise", action="store_true", help="use_layer_wise_distributed_optimizer=True")
     p.add_argument("--lenient", action="store_true", help="drop unsupported fields (reported) instead of failing")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_explain)
+    p.set_defaults(func=cmd_explain, parser=p)
 
-    p = sub.add_parser("fields", help="list a version's DDPConfig fields")
+    p = sub.add_parser("fields", help="list a version's fields of a config class (and its __post_init__ checks)")
+    p.add_argument("--config", choices=CONFIG_CHOICES, default="ddp", help="which config class (default: ddp)")
     p.add_argument("--mcore", help="version (default: installed, else the newest in the registry)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fields)
@@ -107,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--only-known", action="store_true", help="re-extract exactly the releases already registered")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_registry_refresh)
+    if command in _LOCAL_COMMANDS:
+        return parser
     from .vendor import register as register_vendor; register_vendor(sub)  # noqa: E702
     from .gate.cli import register as register_gate; register_gate(sub)  # noqa: E702
     return parser
@@ -185,7 +232,8 @@ def _tolerant_streams() -> None:
 
 
 def _run(argv) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv and argv[0] in _LOCAL_COMMANDS else None).parse_args(argv)
     if sys.stdout is None:  # started with stdout closed (`>&-`): the output would vanish silently
         return _error("stdout is closed; nothing was done (redirect it to a file or /dev/null instead)")
     real = sys.stdout

@@ -37,6 +37,12 @@ def canonical_default(expr: str):
 def to_torch(name: str | None):
     if name is None:
         return None
-    import torch  # only when a dtype must be materialised
+    try:
+        import torch  # only when a dtype must be materialised
+    except ImportError:
+        from .errors import TorchNotInstalledError
 
+        raise TorchNotInstalledError(
+            f"the dtype {name!r} must become a torch.dtype but torch is not installed; pass dtype_format='str' "
+            "for dtype names") from None
     return getattr(torch, name)

@@ -7,10 +7,12 @@ class CompatError(ValueError):
 
 
 class UnknownFieldError(CompatError):
-    def __init__(self, field: str, suggestion: str | None = None, where: str = "DistributedDataParallelConfig"):
+    def __init__(self, field: str, suggestion: str | None = None, where: str = "DistributedDataParallelConfig",
+                 config: str = "ddp"):
         self.field, self.suggestion = field, suggestion
+        flag = "" if config == "ddp" else f" --config {config}"
         hint = (f"; did you mean {suggestion!r}?" if suggestion
-                else "; `python -m compat fields --mcore VERSION` lists the valid names")
+                else f"; `python -m compat fields{flag} --mcore VERSION` lists the valid names")
         super().__init__(f"unknown {where} field {field!r}{hint}")
 
 
@@ -58,6 +60,22 @@ class UnsupportedVersionError(VersionError):
 
 class MegatronNotInstalledError(CompatError):
     pass
+
+
+class ConfigAbsentError(CompatError):
+    """A release has no such config class (AdamOptimizerConfig exists only in 0.16-0.17)."""
+
+
+class TorchNotInstalledError(CompatError):
+    """A dtype must become a torch.dtype but torch is not importable."""
+
+
+class AuditError(CompatError):
+    """``compat.audit(..., strict=True)``: the object differs from what was resolved, or breaks a check."""
+
+    def __init__(self, message: str, differences: list):
+        self.differences = list(differences)
+        super().__init__(message)
 
 
 class CandidateError(CompatError):

@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from . import snapshots
 from . import version as _v
 from .errors import CandidateError
 from .extract import extract_candidate
@@ -75,39 +76,24 @@ def _find_wheel(dest: Path, version: str) -> Path | None:
 
 
 def build_registry(wheels: dict[str, tuple[Path, bool]]) -> dict:
-    """``wheels`` maps version -> (wheel path, yanked). Snapshots are keyed by the config file's sha256."""
-    registry: dict = {}
+    """``wheels`` maps version -> (wheel path, yanked). The registry format lives in ``compat.snapshots``."""
+    releases = []
     for version in sorted(wheels, key=_v.parse):
         path, yanked = wheels[version]
         facts = extract_candidate(path)
         if facts["version"] != version:
             raise CandidateError(f"{path.name} says it is {facts['version']}, expected {version}")
-        registry = add_release(registry, version, yanked, facts)
-    return registry
-
-
-def _snapshot(facts: dict) -> dict:
-    return {k: facts[k] for k in ("fields", "post_init_reads", "post_init_writes")}
+        releases.append(snapshots.release_facts(version, yanked, facts))
+    return snapshots.encode(releases)
 
 
 def add_release(registry: dict, version: str, yanked: bool, facts: dict) -> dict:
     """``registry`` plus one release (replacing an entry of that version), in the deterministic registry form."""
-    ddp, opt = facts["ddp"], facts["optimizer"]
-    releases = [r for r in registry.get("releases", []) if r["version"] != version]
-    releases.append({"version": version, "yanked": yanked, "requires_python": facts["requires_python"],
-                     "ddp": ddp["sha256"], "optimizer": opt["sha256"]})
-    releases.sort(key=lambda r: _v.parse(r["version"]))
-    ddp_snaps = {**registry.get("ddp_snapshots", {}), ddp["sha256"]: _snapshot(ddp)}
-    opt_snaps = {**registry.get("optimizer_snapshots", {}), opt["sha256"]: _snapshot(opt)}
-    used_ddp, used_opt = {r["ddp"] for r in releases}, {r["optimizer"] for r in releases}
-    return {"format": 1, "package": PACKAGE, "source": "release wheels, read with ast",
-            "releases": releases,
-            "ddp_snapshots": {k: ddp_snaps[k] for k in sorted(ddp_snaps) if k in used_ddp},
-            "optimizer_snapshots": {k: opt_snaps[k] for k in sorted(opt_snaps) if k in used_opt}}
+    return snapshots.add_release(registry, version, yanked, facts)
 
 
 def dumps(registry: dict) -> str:
-    return json.dumps(registry, indent=1, ensure_ascii=False, allow_nan=False) + "\n"  # no Infinity/NaN
+    return snapshots.dumps(registry)
 
 
 def refresh(out: Path, versions: dict[str, bool] | None = None, log=print) -> dict:

@@ -1,13 +1,22 @@
-"""The committed facts: registry.json (generated from wheels), renames.json and rules.json (curated)."""
+"""The committed facts: registry.json (generated from wheels), renames.json, rules.json and cross_rules.json (curated),
+heads.json (fields of the upstream Megatron-LM branches, generated)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
+from . import snapshots
 from . import version as _v
-from .dtypes import canonical_default
+from .annotations import TypeSpec, parse
+from .configs import CONFIGS, config_class, path_of_class
+from .dtypes import dtype_name
+from .errors import CompatError, ConfigAbsentError
+
+_EXPR_VALUES = {"float('inf')": math.inf, "-float('inf')": -math.inf, 'float("inf")': math.inf,
+                "math.inf": math.inf}
 
 
 def _package() -> str:
@@ -15,6 +24,11 @@ def _package() -> str:
 
 
 def load_json(name: str) -> dict:
+    path = Path(__file__).with_name("data") / name
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    from importlib import resources  # a zipped install: 20 ms of imports, so only then
+
     return json.loads(resources.files(_package()).joinpath("data", name).read_text(encoding="utf-8"))
 
 
@@ -25,52 +39,140 @@ class Field:
     default: object  # JSON value; dtype defaults become dtype names ("float32")
     default_text: str  # the default as the source writes it
     doc: str = ""
+    owner: str = ""  # the class that declares it
+    required: bool = False  # no default: every call must pass it
+    exact: bool = True  # False when the default is an expression we keep only as text (F.gelu, a factory call)
+
+    @property
+    def type(self) -> TypeSpec:
+        return parse(self.annotation)
 
 
 @dataclass(frozen=True)
+class Check:
+    """One ``raise``/``assert`` of ``__post_init__``, as data (see ``compat.postinit``)."""
+
+    kind: str  # raise or assert
+    exception: str
+    when: tuple[str, ...]
+    test: str | None
+    message: str | None
+    reads: tuple[str, ...]
+    skip: str | None  # why it is never pre-checked; None: it is
+    line: int
+    owner: str
+
+    def where(self) -> str:
+        return f"{path_of_class(self.owner, self.owner)}:{self.line}"
+
+
+@dataclass(frozen=True, eq=False)
 class Schema:
-    """What one megatron-core build's DistributedDataParallelConfig accepts."""
+    """What one megatron-core build's config class accepts (eq/hash by identity: schemas are cached)."""
 
     version: str
-    source: str  # "registry" or "live"
+    source: str  # "registry", "live" or "candidate"
     fields: tuple[Field, ...]
     post_init_reads: frozenset = frozenset()
     post_init_writes: frozenset = frozenset()
+    config: str = "ddp"
+    class_name: str = "DistributedDataParallelConfig"
+    checks: tuple[Check, ...] = ()
+    dynamic_writes: bool = False
+    bases: tuple[str, ...] = ()
+    _index: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self):
+        self._index.update({f.name: f for f in self.fields})
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
     def get(self, name: str) -> Field | None:
-        return next((f for f in self.fields if f.name == name), None)
+        return self._index.get(name)
 
     def __contains__(self, name: str) -> bool:
-        return self.get(name) is not None
+        return name in self._index
 
 
 def field_from_record(record: dict) -> Field:
+    base = (record["name"], record["annotation"])
+    doc, owner = record.get("doc", ""), record.get("owner", "")
+    if record.get("required"):
+        return Field(*base, None, "<required>", doc, owner, required=True, exact=False)
     if "default_expr" in record:
         text = record["default_expr"]
-        default = canonical_default(text)
-    else:
-        default = record.get("default")
-        if isinstance(default, list):  # JSON has no tuples; the dataclass default is a tuple
-            default = tuple(default)
-        text = repr(default)
-    return Field(record["name"], record["annotation"], default, text, record.get("doc", ""))
+        if text in _EXPR_VALUES:
+            return Field(*base, _EXPR_VALUES[text], text, doc, owner)
+        name = dtype_name(text) if text.startswith("torch.") else None
+        return Field(*base, name or text, text, doc, owner, exact=name is not None)
+    default = record.get("default")
+    factory = record.get("factory")
+    if isinstance(default, list) and factory != "list":
+        default = tuple(default)  # JSON has no tuples; the dataclass default is a tuple
+    text = f"{factory}()" if factory and not default else repr(default)
+    return Field(*base, default, text, doc, owner)
 
 
-def schema_from_snapshot(version: str, source: str, snap: dict) -> Schema:
-    """A Schema from extracted facts: ``{"fields": [...], "post_init_reads": [...], "post_init_writes": [...]}``."""
+def check_from_record(record: dict) -> Check:
+    return Check(record["kind"], record["exception"], tuple(record["when"]), record.get("test"),
+                 record.get("message"), tuple(record["reads"]), record.get("skip"), record["line"], record["owner"])
+
+
+def schema_from_snapshot(version: str, source: str, snap: dict, config: str = "ddp") -> Schema:
+    """A Schema from extracted (decoded) facts: ``{"class", "bases", "fields": [...], "post_init": {...}}``."""
+    post = snap["post_init"]
     return Schema(version, source, tuple(field_from_record(f) for f in snap["fields"]),
-                  frozenset(snap["post_init_reads"]), frozenset(snap["post_init_writes"]))
+                  frozenset(post["reads"]), frozenset(post["writes"]), config,
+                  snap.get("class", CONFIGS[config].class_name),
+                  tuple(check_from_record(c) for c in post.get("checks", ())), bool(post.get("dynamic_writes")),
+                  tuple(snap.get("bases", ())))
+
+
+class _LazyChecks(tuple):
+    """A schema's checks, made into ``Check`` objects on first use (explain needs them for one release only)."""
+
+    def __new__(cls, reg: "Registry", refs: list):
+        obj = super().__new__(cls)
+        obj._reg, obj._refs, obj._made = reg, refs, None
+        return obj
+
+    def _all(self) -> tuple:
+        if self._made is None:
+            self._made = tuple(self._reg._check(i, line) for i, line in self._refs)
+        return self._made
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __len__(self):
+        return len(self._refs)
+
+    def __getitem__(self, item):
+        return self._all()[item]
+
+    def __bool__(self):
+        return bool(self._refs)
+
+    def __eq__(self, other):
+        return tuple(self._all()) == tuple(other)
+
+    __hash__ = tuple.__hash__
 
 
 class Registry:
     def __init__(self, data: dict):
+        if not isinstance(data, dict) or data.get("format") != snapshots.FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise CompatError(f"registry format {found!r} is not format {snapshots.FORMAT}; regenerate it with "
+                              "`python -m compat registry refresh --only-known`")
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
-        self._schemas: dict[str, Schema] = {}
+        self._schemas: dict[tuple[str, str], Schema] = {}
+        self._fields: dict[int, Field] = {}
+        self._checks: dict[int, Check] = {}
+        self._with: dict[str, dict[str, list[str]]] = {}
 
     def versions(self, include_yanked: bool = True) -> list[str]:
         return _v.sorted_versions(v for v, r in self.releases.items() if include_yanked or not r["yanked"])
@@ -81,34 +183,82 @@ class Registry:
     def is_yanked(self, version: str) -> bool:
         return self.releases[version]["yanked"]
 
-    def schema(self, version: str) -> Schema:
-        if version not in self._schemas:
-            snap = self.data["ddp_snapshots"][self.releases[version]["ddp"]]
-            self._schemas[version] = schema_from_snapshot(version, "registry", snap)
-        return self._schemas[version]
+    def has(self, version: str, config: str = "ddp") -> bool:
+        return config in self.releases[version]["configs"]
+
+    def schema(self, version: str, config: str = "ddp") -> Schema:
+        key = (version, config)
+        if key not in self._schemas:
+            ref = self.releases[version]["configs"].get(config)
+            if ref is None:
+                cls = config_class(config).class_name
+                raise ConfigAbsentError(f"megatron-core {version} has no {cls} (it exists in "
+                                        f"{describe_range(self.versions_having(config))})")
+            self._schemas[key] = self._build(version, config, self.data["snapshots"][ref])
+        return self._schemas[key]
+
+    def _build(self, version: str, config: str, snap: dict) -> Schema:
+        fields = self.fields_of(version, config)
+        checks = _LazyChecks(self, snap["checks"])
+        return Schema(version, "registry", fields, frozenset(fields[i].name for i in snap["reads"]),
+                      frozenset(fields[i].name for i in snap["writes"]), config, snap["class"], checks,
+                      snap["dynamic_writes"], tuple(snap["bases"]))
+
+    def fields_of(self, version: str, config: str = "ddp") -> tuple[Field, ...]:
+        """The fields alone (cheaper than ``schema``)."""
+        ref = self.releases[version]["configs"][config]
+        return tuple(self._field(i) for i in self.data["snapshots"][ref]["fields"])
+
+    def _field(self, i: int) -> Field:
+        if i not in self._fields:
+            self._fields[i] = field_from_record(self.data["fields"][i])
+        return self._fields[i]
+
+    def _check(self, i: int, line: int) -> Check:
+        if i not in self._checks:
+            self._checks[i] = check_from_record({**self.data["checks"][i], "line": 0})
+        c = self._checks[i]
+        return Check(c.kind, c.exception, c.when, c.test, c.message, c.reads, c.skip, line, c.owner)
+
+    def versions_having(self, config: str) -> list[str]:
+        return [v for v in self.versions() if self.has(v, config)]
+
+    def versions_with(self, name: str, config: str = "ddp") -> list[str]:
+        if config not in self._with:
+            index: dict[str, list[str]] = {}
+            for v in self.versions_having(config):
+                for n in self.schema(v, config).names:
+                    index.setdefault(n, []).append(v)
+            self._with[config] = index
+        return list(self._with[config].get(name, ()))
 
     def optimizer_fields(self, version: str) -> tuple[Field, ...]:
-        snap = self.data["optimizer_snapshots"][self.releases[version]["optimizer"]]
-        return tuple(field_from_record(f) for f in snap["fields"])
-
-    def versions_with(self, name: str) -> list[str]:
-        return [v for v in self.versions() if name in self.schema(v)]
+        return self.schema(version, "optimizer").fields
 
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""
-        keep = [r for r in self.data["releases"] if not _v.is_newer(r["version"], last)]
-        used_ddp, used_opt = {r["ddp"] for r in keep}, {r["optimizer"] for r in keep}
-        return Registry({**self.data, "releases": keep,
-                         "ddp_snapshots": {k: s for k, s in self.data["ddp_snapshots"].items() if k in used_ddp},
-                         "optimizer_snapshots": {k: s for k, s in self.data["optimizer_snapshots"].items()
-                                                 if k in used_opt}})
+        return Registry(snapshots.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
 
 
-def describe_range(versions: list[str]) -> str:
-    """'0.14.0-0.19.2' style description of a (sorted) version list; 'no release' when empty."""
+def describe_range(versions: list[str], among: list[str] | None = None) -> str:
+    """'0.14.0-0.19.2' style description of a (sorted) version list; 'no release' when empty.
+
+    With ``among`` (every known version, sorted), gaps show: '0.7.0-0.9.0, 0.14.0-0.19.2'.
+    """
     if not versions:
         return "no release"
-    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+    if among is None:
+        return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+    wanted, runs, run = set(versions), [], []
+    for v in among:
+        if v in wanted:
+            run.append(v)
+        elif run:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 @lru_cache(maxsize=1)
@@ -117,10 +267,28 @@ def registry() -> Registry:
 
 
 @lru_cache(maxsize=1)
-def renames() -> tuple[dict, ...]:
-    return tuple(load_json("renames.json")["renames"])
+def _renames_data() -> dict:
+    return load_json("renames.json")
+
+
+def renames(config: str = "ddp") -> tuple[dict, ...]:
+    """The accepted renames that apply to ``config`` (its own and those of the configs it inherits from)."""
+    from .configs import lineage
+
+    keys = lineage(config)
+    return tuple(r for r in _renames_data()["renames"] if r.get("config", "ddp") in keys)
 
 
 @lru_cache(maxsize=1)
 def rules() -> dict:
     return load_json("rules.json")
+
+
+@lru_cache(maxsize=1)
+def cross_rules() -> dict:
+    return load_json("cross_rules.json")
+
+
+@lru_cache(maxsize=1)
+def heads() -> dict:
+    return load_json("heads.json")

@@ -5,7 +5,8 @@ import dataclasses
 from collections.abc import Mapping
 
 from .dtypes import FP32, accepted_spellings, dtype_name
-from .errors import FieldTypeError
+from .cross import check_optimizer_config
+from .errors import ConstraintError, FieldTypeError
 
 GRAD_REDUCE = "grad_reduce_in_fp32"
 GRAD_REDUCE_ALIASES = (GRAD_REDUCE, "accumulate_allreduce_grads_in_fp32")
@@ -19,6 +20,8 @@ RULE_PAO_LOW_PRECISION = "precision-aware optimizer with main_grads_dtype={dtype
 RULE_FP32_LOCAL = ("param_name_patterns_for_fp32_local_accumulation is set: Megatron (0.17+) requires "
                    "grad_reduce_in_fp32=False with it")
 RULE_MUON_LAYOUT = "muon with use_layer_wise_distributed_optimizer: LayerWiseDistributedOptimizer needs this layout"
+RULE_FOLLOW_LAYOUT = ("the optimizer config carries use_layer_wise_param_layout: DDP's must match it (the layer-wise "
+                      "optimizer reads its own copy, the DDP buffers read DDP's)")
 
 
 def optimizer_get(cfg, name: str, default=None):
@@ -47,7 +50,12 @@ def is_muon_layer_wise(optimizer_config) -> bool:
 
 
 def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, str]]:
-    """(field, value, rule) the resolver adds, given the user's explicit canonical values."""
+    """(field, value, rule) the resolver adds, given the user's explicit canonical values.
+
+    When the optimizer config carries ``use_layer_wise_param_layout`` itself (Megatron-LM dev), DDP follows that
+    value (the cross rule layer-wise-param-layout-agrees); True is injected for Muon only when it does not.
+    """
+    check_optimizer_config(optimizer_config)
     if optimizer_config is None:
         return []
     out = []
@@ -59,7 +67,15 @@ def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, s
             out.append((GRAD_REDUCE, False, RULE_PAO_LOW_PRECISION.format(dtype=grads_dtype)))
         else:
             out.append((GRAD_REDUCE, True, RULE_FP32_DEFAULT))
-    if is_muon_layer_wise(optimizer_config) and LAYER_WISE_LAYOUT not in explicit:
+    carried = optimizer_get(optimizer_config, LAYER_WISE_LAYOUT, _MISSING)
+    if carried is not _MISSING:
+        if LAYER_WISE_LAYOUT not in explicit:
+            out.append((LAYER_WISE_LAYOUT, carried, RULE_FOLLOW_LAYOUT))
+        elif explicit[LAYER_WISE_LAYOUT] != carried:
+            raise ConstraintError("layer-wise-param-layout-agrees", RULE_FOLLOW_LAYOUT,
+                                  {f"ddp.{LAYER_WISE_LAYOUT}": explicit[LAYER_WISE_LAYOUT],
+                                   f"optimizer.{LAYER_WISE_LAYOUT}": carried}, "any")
+    elif is_muon_layer_wise(optimizer_config) and LAYER_WISE_LAYOUT not in explicit:
         out.append((LAYER_WISE_LAYOUT, True, RULE_MUON_LAYOUT))
     return out
 
@@ -69,6 +85,9 @@ def resolve_ddp_overrides(override_ddp_config, optimizer_config) -> dict:
 
     An explicit ``grad_reduce_in_fp32`` (or its old name) always wins; with no optimizer nothing is injected.
     """
+    check_optimizer_config(optimizer_config)
+    if override_ddp_config is not None and not isinstance(override_ddp_config, Mapping):
+        raise FieldTypeError("override_ddp_config", override_ddp_config, "a mapping of DDPConfig fields or None")
     overrides = dict(override_ddp_config or {})
     explicit = dict(overrides)
     if any(alias in overrides for alias in GRAD_REDUCE_ALIASES):

@@ -10,7 +10,7 @@ from ..registry import Registry, schema_from_snapshot
 from ..registry import renames as registry_renames
 from ..registry import rules as registry_rules
 from .candidate import GateUsageError, locate, read_candidate
-from .diff import BREAKING, DDP, DECISION, LEVELS, diff_ddp, optimizer_changes
+from .diff import BREAKING, DDP, DECISION, LEVELS, diff_ddp, diff_model_config, optimizer_changes
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "data" / "registry.json"
 
@@ -67,9 +67,15 @@ def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=N
     base = reg.schema(against)
     cand = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts["ddp"])
     changes = diff_ddp(base, cand, renames, rules, facts["version"])
-    changes += optimizer_changes(reg.optimizer_fields(against), facts)
+    changes += optimizer_changes(reg.optimizer_fields(against) if reg.has(against, "optimizer") else (), facts)
+    for key, owner in (("transformer", None), ("mla", "MLATransformerConfig")):
+        if key in facts and reg.has(against, key):
+            cand_schema = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts[key], key)
+            changes += diff_model_config(reg.schema(against, key), cand_schema, list(registry_renames(key)),
+                                         facts["version"], owner)
     order = {level: i for i, level in enumerate(LEVELS)}
-    changes.sort(key=lambda c: (order[c.level], c.config != DDP))
+    configs = [DDP, "OptimizerConfig", "TransformerConfig", "MLATransformerConfig"]
+    changes.sort(key=lambda c: (order[c.level], configs.index(c.config) if c.config in configs else len(configs)))
     label = facts["version"] or f"{Path(source).name} (version unknown)"
     return GateReport(label, source, facts["kind"], against, changes, facts, yanked)
 

@@ -6,12 +6,13 @@ new checks. Informational: doc-only changes, reordering, spelling-only changes.
 """
 from __future__ import annotations
 
-import ast
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 
 from ..extract import OPTIMIZER_FIELDS_OF_INTEREST
+from ..annotations import type_key
 from ..registry import Field, Schema, field_from_record
 
 BREAKING, DECISION, INFO = "breaking", "needs a decision", "informational"
@@ -52,41 +53,78 @@ def shim_fields(renames, rules) -> dict[str, list[str]]:
     return why
 
 
-def _type_members(node: ast.expr) -> list[str]:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _type_members(node.left) + _type_members(node.right)
-    if isinstance(node, ast.Constant) and node.value is None:
-        return ["None"]
-    if isinstance(node, ast.Subscript):
-        base = ast.unparse(node.value).removeprefix("typing.")
-        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if base == "Optional":
-            return _type_members(args[0]) + ["None"]
-        if base == "Union":
-            return [m for a in args for m in _type_members(a)]
-        base = base.lower() if base in ("Tuple", "List", "Dict", "Set") else base
-        return [f"{base}[{', '.join(map(type_key, args))}]"]
-    return [ast.unparse(node).removeprefix("typing.")]
-
-
-def type_key(annotation) -> str:
-    """``Optional[int]``, ``int | None`` and ``typing.Union[None, int]`` all give 'None | int'."""
-    try:
-        node = ast.parse(annotation, mode="eval").body if isinstance(annotation, str) else annotation
-    except SyntaxError:
-        return annotation
-    return " | ".join(sorted(set(_type_members(node))))
-
-
 def _spelled(f: Field) -> str:
     return f"{f.annotation} = {f.default_text}"
 
 
 def renamed_like(a: Field, b: Field) -> tuple[bool, float, float]:
-    """Whether ``b`` looks like ``a`` renamed, with the name and doc similarity ratios."""
-    names = round(difflib.SequenceMatcher(None, a.name, b.name).ratio(), 2)
-    docs = round(difflib.SequenceMatcher(None, a.doc, b.doc).ratio(), 2) if a.doc and b.doc else 0.0
-    return names >= NAME_SIMILARITY or docs >= DOC_SIMILARITY, names, docs
+    """Whether ``b`` looks like ``a`` renamed, with the name and doc similarity ratios (0.0 when not alike).
+
+    ``real_quick_ratio``/``quick_ratio`` (upper bounds of ``ratio``) skip full comparisons that cannot reach the
+    thresholds."""
+    nm = difflib.SequenceMatcher(None, a.name, b.name)
+    name_hit = nm.real_quick_ratio() >= NAME_SIMILARITY and nm.quick_ratio() >= NAME_SIMILARITY and \
+        nm.ratio() >= NAME_SIMILARITY
+    dm = difflib.SequenceMatcher(None, a.doc, b.doc) if a.doc and b.doc else None
+    doc_hit = dm is not None and dm.real_quick_ratio() >= DOC_SIMILARITY and dm.quick_ratio() >= DOC_SIMILARITY \
+        and dm.ratio() >= DOC_SIMILARITY
+    if not (name_hit or doc_hit):
+        return False, 0.0, 0.0
+    return True, round(nm.ratio(), 2), round(dm.ratio(), 2) if dm is not None else 0.0
+
+
+class RenameIndex:
+    """Removed fields, indexed so that each added field is compared with a few likely originals, not with all.
+
+    Up to ``EXHAUSTIVE`` pairs every pair is compared (the small, real case). Above that, candidates are the
+    removed fields sharing name pieces (``_`` parts and character trigrams) or doc words with the added field;
+    pieces shared by many fields are ignored and at most ``CAP`` candidates, best first, are compared. Either way
+    at most ``MATCHES`` look-alikes are reported per field. Linear in the number of fields for fixed caps.
+    """
+
+    EXHAUSTIVE, CAP, COMMON, MATCHES = 40_000, 8, 64, 3
+
+    def __init__(self, removed: list[Field], added_count: int):
+        self.removed = removed
+        self.exhaustive = len(removed) * max(added_count, 1) <= self.EXHAUSTIVE
+        self.postings: dict[str, list[int]] = {}
+        if not self.exhaustive:
+            for i, f in enumerate(removed):
+                for key in _pieces(f):
+                    self.postings.setdefault(key, []).append(i)
+
+    def candidates(self, f: Field) -> list[Field]:
+        if self.exhaustive:
+            return self.removed
+        score: dict[int, int] = {}
+        for key in _pieces(f):
+            hits = self.postings.get(key, ())
+            if len(hits) <= self.COMMON:
+                for i in hits:
+                    score[i] = score.get(i, 0) + 1
+        return [self.removed[i] for i in sorted(score, key=lambda i: (-score[i], i))[:self.CAP]]
+
+    def alike(self, f: Field) -> list[tuple[Field, float, float]]:
+        """Up to ``MATCHES`` removed fields that ``f`` looks like a rename of (the likeliest first when indexed)."""
+        out = []
+        for gone in self.candidates(f):
+            alike, names, docs = renamed_like(gone, f)
+            if alike:
+                out.append((gone, names, docs))
+                if len(out) == self.MATCHES:
+                    break
+        return out
+
+
+def _pieces(f: Field) -> set[str]:
+    name = f.name.lower()
+    pieces = {f"n:{p}" for p in name.split("_") if p}
+    pieces |= {f"t:{name[i:i + 3]}" for i in range(max(len(name) - 2, 1))}
+    pieces |= {f"d:{w}" for w in re.findall(r"[a-z0-9_]{4,}", f.doc.lower())[:40]}
+    return pieces
+
+
+_BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
 # ------------------------------------------------------------------------------------------ the diff
@@ -98,6 +136,20 @@ class _Diff:
         self.removed = [f for f in base.fields if f.name not in cand]
         self.added = [f for f in cand.fields if f.name not in base]
         self.changes: list[Change] = []
+        self.renames_from = {r["old"]: r for r in renames}
+        self.index = RenameIndex(self.removed, len(self.added))
+        self.deprecated_for = self._deprecations()
+        self.post_init_news = self._post_init_news()
+
+    def _deprecations(self) -> dict[str, list[Field]]:
+        """Backticked name -> existing fields whose doc now says they are deprecated (one pass, not per field)."""
+        out: dict[str, list[Field]] = {}
+        for old in self.base.fields:
+            new = self.cand.get(old.name)
+            if new and new.doc != old.doc and "deprecat" in new.doc.lower():
+                for name in set(_BACKTICKED.findall(new.doc)):
+                    out.setdefault(name, []).append(old)
+        return out
 
     def run(self) -> list[Change]:
         for f in self.removed:
@@ -117,7 +169,7 @@ class _Diff:
 
     def _removed(self, f: Field):
         why = self.pinned.get(f.name)
-        to = next((r["new"] for r in self.renames if r["old"] == f.name), None)
+        to = self.renames_from.get(f.name, {}).get("new")
         if to and to in self.cand:
             shim = f"translates {f.name} to {to} (renames.json); confirm that mapping holds for this release"
         elif why:
@@ -130,18 +182,20 @@ class _Diff:
 
     def _added(self, f: Field):
         notes, proposal = [f"doc: {f.doc}" if f.doc else "no doc comment"], None
-        for gone in self.removed:
-            alike, names, docs = renamed_like(gone, f)
-            if alike:
-                notes.append(f"looks like a rename of removed {gone.name} (name similarity {names}, doc {docs})")
-                proposal = proposal or self._proposal(gone, f, f"name similarity {names}, doc similarity {docs}")
-        for old in self.base.fields:  # an old field whose doc now points here: a deprecation in favour of it
-            new = self.cand.get(old.name)
-            if new and new.doc != old.doc and f"`{f.name}`" in new.doc and "deprecat" in new.doc.lower():
-                notes.append(f"{old.name}'s doc now says it is deprecated in favour of {f.name}")
-                proposal = proposal or self._proposal(old, f, f"{old.name} is deprecated in favour of it")
+        for gone, names, docs in self.index.alike(f):
+            notes.append(f"looks like a rename of removed {gone.name} (name similarity {names}, doc {docs})")
+            proposal = proposal or self._proposal(gone, f, f"name similarity {names}, doc similarity {docs}")
+        for old in self.deprecated_for.get(f.name, ()):  # an old field whose doc now points here
+            notes.append(f"{old.name}'s doc now says it is deprecated in favour of {f.name}")
+            proposal = proposal or self._proposal(old, f, f"{old.name} is deprecated in favour of it")
         if f.name in self.cand.post_init_reads:
-            notes.append(f"__post_init__ reads it{self._rule_note(f.name, 'reads')} ({self._post_init_news()})")
+            notes.append(f"__post_init__ reads it{self._rule_note(f.name, 'reads')} ({self.post_init_news})")
+        if f.required:
+            shim = ("cannot build this release's config from any existing call: the field has no default, so every "
+                    "caller must now pass it (the shim does not invent values)")
+            self._add(BREAKING, "added", f.name, None, _spelled(f), shim, notes=notes + ["no default: required"],
+                      proposal=proposal)
+            return
         shim = (f"left at megatron's default ({f.default_text}) unless a user sets it; after --accept it is a "
                 "canonical field (older releases: a non-default value raises UnsupportedFieldError)")
         self._add(DECISION, "added", f.name, None, _spelled(f), shim, notes=notes, proposal=proposal)
@@ -151,7 +205,7 @@ class _Diff:
         if type_key(old.annotation) != type_key(new.annotation):
             entry["map"] = [[old.default, new.default]]
             entry["note"] += f"; {old.annotation} -> {new.annotation}: complete the value map"
-        known = any(r["old"] == old.name and r["new"] == new.name for r in self.renames)
+        known = self.renames_from.get(old.name, {}).get("new") == new.name
         return {"renames.json": entry, "already_in_renames_json": known}
 
     def _changed(self, old: Field, new: Field):
@@ -195,7 +249,7 @@ class _Diff:
             mirror = "pre-checks" if what == "check" else "mirrors"
             for name in sorted((set(new_names) - set(old_names)) & existing):  # new fields: see "added"
                 rules = self._rules_for(name, key)
-                notes = [self._post_init_news()]
+                notes = [self.post_init_news]
                 if name in self.resolver_sets:
                     level = BREAKING
                     shim = (f"the resolver sets {name}; the new {what} can reject or override its value"
@@ -236,19 +290,59 @@ def diff_ddp(base: Schema, cand: Schema, renames, rules, version: str | None) ->
     return _Diff(base, cand, renames, rules, version).run()
 
 
+_NO_RULES = {"constraints": [], "resolver_sets": [], "value_rules": {}}
+
+
+def diff_model_config(base: Schema, cand: Schema, renames, version: str | None, only_owner: str | None = None
+                      ) -> list[Change]:
+    """TransformerConfig / MLATransformerConfig: the same classification, sized for classes of 300 fields.
+
+    Removed fields (with rename proposals), default and type changes and new required fields are reported as for
+    DDPConfig; new optional fields are informational unless they look like a rename; the new ``__post_init__``
+    checks are summarised in one line (their pre-check status is in `fields --config ... --json`).
+    ``only_owner`` keeps the changes of fields a subclass declares itself (MLA's, not TransformerConfig's again).
+    """
+    config = cand.class_name
+    changes = _Diff(base, cand, renames, _NO_RULES, version).run()
+    own = None
+    if only_owner:
+        own = {f.name for f in (*base.fields, *cand.fields) if f.owner == only_owner}
+    out = []
+    for c in changes:
+        c.config = config
+        if own is not None and c.field not in own:
+            continue
+        if c.what in ("check", "coercion", "check-dropped"):
+            continue
+        if c.what == "added" and c.level == DECISION and not c.proposal:
+            c.level = INFO
+        c.notes = [n if not n.startswith("__post_init__ reads it") else
+                   "__post_init__ reads it (its checks come from the source and are pre-checked where evaluable)"
+                   for n in c.notes]
+        out.append(c)
+    new_checks = {(x.kind, x.when, x.test) for x in cand.checks} - {(x.kind, x.when, x.test) for x in base.checks}
+    if new_checks and own is None:
+        checked = sum(1 for x in cand.checks if (x.kind, x.when, x.test) in new_checks and x.skip is None)
+        out.append(Change(INFO, "check", "(__post_init__)", None,
+                          f"{len(new_checks)} new or changed checks, {checked} of them pre-checked",
+                          "pre-checks the evaluable ones from the registry after --accept", config))
+    return out
+
+
 def optimizer_changes(base: tuple, facts: dict) -> list[Change]:
     if "optimizer" not in facts:
         return [Change(DECISION, "missing", OPT, "megatron/core/optimizer/optimizer_config.py", None,
                        "the resolver reads OptimizerConfig attributes by name; find where the class moved", OPT)]
     cand = {f.name: f for f in map(field_from_record, facts["optimizer"]["fields"])}
     old = {f.name: f for f in base}
+    twins_of = RenameIndex([g for n, g in cand.items() if n not in old], sum(n not in cand for n in old))
     out = []
     for name, f in old.items():
         read = name in OPTIMIZER_FIELDS_OF_INTEREST
         level = BREAKING if read else DECISION
         new = cand.get(name)
         if new is None:
-            twins = [n for n, g in cand.items() if n not in old and renamed_like(f, g)[0]]
+            twins = [g.name for g in twins_of.candidates(f) if renamed_like(f, g)[0]]
             notes = [f"looks renamed to {', '.join(twins)}"] if twins else []
             shim = (f"the resolver reads {name} by name with a fallback, so it would silently see the fallback"
                     if read else "nothing: tracked, not read by the shim")

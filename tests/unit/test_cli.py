@@ -31,7 +31,9 @@ def test_explain_lists_every_canonical_field_with_a_source():
 def test_explain_precision_aware_flags():
     out = json.loads(run("explain", "--mcore", "0.19.2", "--precision-aware", "--main-grads-dtype", "bf16",
                          "--json").stdout)
-    assert out["kwargs"] == {"grad_reduce_in_fp32": False}
+    # the precision-aware optimizer is a DistributedOptimizer: DDP follows (cross rule)
+    assert out["kwargs"] == {"grad_reduce_in_fp32": False, "use_distributed_optimizer": True}
+    assert out["fields"]["use_distributed_optimizer"]["source"] == "cross-config rule"
 
 
 @pytest.mark.parametrize("args, code, phrase", [
@@ -67,3 +69,46 @@ def test_import_does_not_import_torch_or_megatron():
     modules = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
     assert "compat" in modules
     assert not modules & {"torch", "megatron", "numpy", "yaml"}
+
+
+# ------------------------------------------------------------------------------------ every config class
+def test_explain_config_transformer_lists_every_field_with_checks():
+    proc = run("explain", "--config", "transformer", "--mcore", "0.16.1", "--set", "num_layers=2",
+               "--set", "first_pipeline_num_layers=1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["class"] == "TransformerConfig" and out["kwargs"] == {"num_layers": 2,
+                                                                    "num_layers_in_first_pipeline_stage": 1}
+    assert out["fields"]["num_layers_in_first_pipeline_stage"]["given_as"] == ["first_pipeline_num_layers"]
+    assert out["prechecks"]["checks"] == 149 and len(out["fields"]) > 242
+
+
+def test_fields_config_mla_lists_checks_and_why_some_are_not_pre_checked():
+    out = json.loads(run("fields", "--config", "mla", "--mcore", "0.19.2", "--json").stdout)
+    assert out["class"] == "MLATransformerConfig" and out["bases"] == ["TransformerConfig", "ModelParallelConfig"]
+    assert len(out["fields"]) == 322 and len(out["checks"]) == 202
+    skipped = [c for c in out["checks"] if not c["pre_checked"]]
+    assert skipped and all(c["skip"] for c in skipped) and all(":" in c["where"] for c in out["checks"])
+
+
+@pytest.mark.parametrize("args, code, phrase", [
+    (["explain", "--config", "transformer", "--set", "num_layers=2", "--set", "num_layers=3"], 2,
+     "--set num_layers is given more than once"),
+    (["explain", "--config", "transformer", "--optimizer", "adam"], 2, "apply to --config ddp only"),
+    (["explain", "--config", "mla", "--mcore", "0.9.0"], 3, "has no MLATransformerConfig (it exists in 0.10.0-0.19.2)"),
+    (["explain", "--config", "optimizer", "--mcore", "0.19.2", "--set", "main_grads_dtype=bf16"], 3,
+     "main_grads_dtype can only be fp32"),
+    (["explain", "--config", "pipeline"], 2, "invalid choice"),
+])
+def test_config_exit_codes(args, code, phrase):
+    proc = run(*args)
+    assert proc.returncode == code and phrase in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_explain_from_a_json_file(tmp_path):
+    path = tmp_path / "optimizer.json"
+    path.write_text(json.dumps({"optimizer": "adam", "muon_use_nesterov": True, "lr": 1e-4}))
+    out = json.loads(run("explain", "--config", "optimizer", "--mcore", "0.18.0", "--from", str(path),
+                         "--set", "lr=3e-4", "--json").stdout)
+    assert out["kwargs"] == {"optimizer": "adam", "muon_nesterov": True, "lr": 3e-4}
+    assert run("explain", "--from", str(tmp_path / "missing.json")).returncode == 2

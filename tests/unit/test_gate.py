@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compat import gate as g
-from compat import refresh
+from compat import refresh, snapshots
 from compat import version as _v
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import load_json, registry
@@ -132,15 +132,17 @@ def test_newest_release_against_previous_minor_via_cli():
     proc = run_cli("megatron-core==0.19.2", "--against", "0.18.2")
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
-    assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: NEEDS REVIEW")
+    # TransformerConfig changed a default (moe_deepep_num_sms 20 -> None): breaking; DDPConfig needs review only
+    assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING")
     assert "**added** `megatron_fsdp_max_pool_double_buffer`: `bool = False`" in out
     assert "**new __post_init__ coercion** of `fsdp_double_buffer`" in out
     assert "max-pool-double-buffer-forces-double-buffer" in out
-    assert "## Breaking\n\n_none_" in out and "## Informational\n\n_none_" in out
+    assert "**default changed** `moe_deepep_num_sms` (TransformerConfig): `20` → `None`" in out
     data = json.loads(run_cli("megatron-core==0.19.2", "--against", "0.18.2", "--json").stdout)
-    assert data["verdict"] == "needs review" and data["exit_code"] == 1
-    assert [c["field"] for c in data["changes"]["needs a decision"]] == [
-        "megatron_fsdp_max_pool_double_buffer", "fsdp_double_buffer"]
+    assert data["verdict"] == "breaking" and data["exit_code"] == 1
+    assert {c["config"] for c in data["changes"]["breaking"]} == {"TransformerConfig"}
+    assert [c["field"] for c in data["changes"]["needs a decision"] if c["config"] ==
+            "DistributedDataParallelConfig"] == ["megatron_fsdp_max_pool_double_buffer", "fsdp_double_buffer"]
 
 
 @network
@@ -297,11 +299,9 @@ def test_accept_writes_registry_and_pin(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "## Accepted" in proc.stdout
 
-    keep = [r for r in full["releases"] if not _v.is_newer(r["version"], "0.18.2") or r["version"] == "0.19.2"]
-    expected = {**full, "releases": keep,
-                "ddp_snapshots": {k: v for k, v in full["ddp_snapshots"].items() if k in {r["ddp"] for r in keep}},
-                "optimizer_snapshots": {k: v for k, v in full["optimizer_snapshots"].items()
-                                        if k in {r["optimizer"] for r in keep}}}
+    keep = [r["version"] for r in full["releases"] if not _v.is_newer(r["version"], "0.18.2") or
+            r["version"] == "0.19.2"]
+    expected = snapshots.subset(full, keep)
     assert reg_path.read_text() == refresh.dumps(expected)  # same deterministic format as refresh
     assert 'version: "0.19.2"' in matrix_path.read_text()
 

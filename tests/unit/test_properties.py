@@ -1,19 +1,20 @@
-"""Nothing a user sets is lost: over every registry version and generated override dicts (canonical names,
-aliases, wrong types, unknown keys), each non-default value reaches the kwargs under the version's name, or a
-CompatError names it. The same holds for what ``explain`` reports."""
+"""Nothing a user sets is lost: over every config class, every registry release and generated override dicts
+(canonical names, aliases, wrong types, unknown keys), each non-default value reaches the kwargs under the
+release's name, or a CompatError names it. The same holds for what ``explain`` reports."""
 import warnings
+from functools import lru_cache
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compat import CompatError, resolve
+from compat import CompatError, ConstraintError, resolve
 from compat.canonical import canonical
 from compat.registry import registry
 
 REG = registry()
-CANON = canonical(REG)
-VERSIONS = REG.versions()
-ALIASES = sorted(CANON.renames)
+CONFIGS = ["ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla"]
+CANON = {c: canonical(REG, None, c) for c in CONFIGS}
+VERSIONS = {c: REG.versions_having(c) for c in CONFIGS}
 
 _VALID = {
     "bool": st.booleans(),
@@ -25,39 +26,61 @@ _VALID = {
 _WRONG = st.one_of(st.text(max_size=4), st.integers(-5, 5), st.none(), st.booleans(), st.floats(allow_nan=False))
 
 
-def _valid_for(name: str):
-    kind, optional = CANON.fields[name].kind
-    rule = CANON.value_rules.get(name, {})
-    valid = st.sampled_from(rule["choices"]) if "choices" in rule else _VALID.get(kind, st.text(max_size=5))
+@lru_cache(maxsize=None)
+def _valid_for(config: str, name: str):
+    spec = CANON[config].fields[name]
+    kind, optional = spec.kind
+    rule = CANON[config].value_rules.get(name, {})
+    choices = rule.get("choices") or spec_choices(spec)
+    valid = st.sampled_from(choices) if choices else _VALID.get(kind, st.text(max_size=5))
     return st.one_of(st.none(), valid) if optional else valid
 
 
-def _own_names(version: str) -> list[str]:
-    return sorted(n for n in REG.schema(version).names if n in CANON.fields)
+def spec_choices(spec):
+    from compat.annotations import parse
+
+    return list(parse(spec.annotation).choices or [])
+
+
+@lru_cache(maxsize=None)
+def _own_names(config: str, version: str):
+    return st.sampled_from(sorted(n for n in REG.schema(version, config).names if n in CANON[config].fields))
+
+
+@lru_cache(maxsize=None)
+def _any_name(config: str):
+    return st.sampled_from(sorted(CANON[config].fields))
+
+
+@lru_cache(maxsize=None)
+def _alias(config: str):
+    return st.sampled_from(sorted(CANON[config].renames))
 
 
 @st.composite
-def overrides_for(draw, version: str) -> dict:
-    """Mostly valid values for the version's own fields, with some of everything that can go wrong."""
+def overrides_for(draw, config: str, version: str) -> dict:
+    """Mostly valid values for the release's own fields, with some of everything that can go wrong."""
+    canon = CANON[config]
     out = {}
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["own"] * 14 + ["any"] * 2 + ["alias"] * 2 + ["wrong", "unknown"]))
         if kind == "own":
-            name = draw(st.sampled_from(_own_names(version)))
-            out[name] = draw(_valid_for(name))
+            name = draw(_own_names(config, version))
+            out[name] = draw(_valid_for(config, name))
         elif kind == "any":
-            name = draw(st.sampled_from(sorted(CANON.fields)))
-            out[name] = draw(_valid_for(name))
-        elif kind == "alias":
-            out[draw(st.sampled_from(ALIASES))] = draw(st.booleans())
+            name = draw(_any_name(config))
+            out[name] = draw(_valid_for(config, name))
+        elif kind == "alias" and canon.renames:
+            out[draw(_alias(config))] = draw(st.one_of(st.booleans(), st.integers(1, 4)))
         elif kind == "wrong":
-            out[draw(st.sampled_from(sorted(CANON.fields)))] = draw(_WRONG)
+            out[draw(_any_name(config))] = draw(_WRONG)
         else:
-            out[draw(st.sampled_from(sorted(CANON.fields))) + "_x"] = True
+            out[draw(_any_name(config)) + "_x"] = True
     return out
 
 
-cases = st.sampled_from(VERSIONS).flatmap(lambda v: st.tuples(st.just(v), overrides_for(v)))
+cases = st.sampled_from(CONFIGS).flatmap(lambda c: st.sampled_from(VERSIONS[c]).flatmap(
+    lambda v: st.tuples(st.just(c), st.just(v), overrides_for(c, v))))
 optimizer_st = st.one_of(st.none(), st.fixed_dictionaries({
     "optimizer": st.sampled_from(["adam", "sgd", "muon"]),
     "use_precision_aware_optimizer": st.booleans(),
@@ -66,51 +89,56 @@ optimizer_st = st.one_of(st.none(), st.fixed_dictionaries({
 }))
 
 
-def _canonical_of(key: str) -> str:
-    return CANON.renames[key]["new"] if key in CANON.renames else key
+def _canonical_of(config: str, key: str) -> str:
+    canon = CANON[config]
+    return canon.renames[key]["new"] if key in canon.renames else key
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases, optimizer=optimizer_st, lenient=st.booleans())
 def test_nothing_a_user_sets_is_lost(case, optimizer, lenient):
-    version, overrides = case
+    config, version, overrides = case
+    canon = CANON[config]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = resolve(overrides, optimizer, version, lenient=lenient)
+            res = resolve(overrides, optimizer if config == "ddp" else None, version, config=config, lenient=lenient)
     except CompatError as exc:
-        event(f"error: {type(exc).__name__}")
-        named = {k for k in overrides} | {_canonical_of(k) for k in overrides} | {
+        event(f"{config} error: {type(exc).__name__}")
+        named = {k for k in overrides} | {_canonical_of(config, k) for k in overrides} | {
             "use_layer_wise_param_layout", "optimizer_config.main_grads_dtype"}
+        if isinstance(exc, ConstraintError):  # a check names the fields it read, by the release's names
+            named |= {canon.renamed_to[n]["old"] for n in named if n in canon.renamed_to}
         assert any(n in str(exc) for n in named), (exc, overrides)
         return
-    event(f"resolved, {len(res.kwargs)} kwargs")
+    event(f"{config} resolved")
+    schema = REG.schema(version, config)
     for key, raw in overrides.items():
-        name = _canonical_of(key)
+        name = _canonical_of(config, key)
         field = res.fields[name]  # explain lists every user key
         assert key in field.given_as, (key, field)
         if field.source == "dropped: lenient":
             assert lenient and field in res.dropped and any(name in w for w in res.warnings)
             continue
         if field.source == "dropped: equals implied default":
-            assert field.value == CANON.fields[name].default and field in res.dropped
+            assert field.value == canon.implied(name, version)[0] and field in res.dropped
             continue
         assert field.source == "user"
         assert field.target_name in res.kwargs, (key, field, res.kwargs)
-        assert field.target_name in REG.schema(version).names
+        assert field.target_name in schema.names
         sent = res.kwargs[field.target_name]
-        if field.target_name == key and CANON.fields.get(key) and CANON.fields[key].kind[0] in ("bool", "int", "str"):
+        if field.target_name == key and canon.fields.get(key) and canon.fields[key].kind[0] in ("bool", "int", "str"):
             assert sent == raw and type(sent) is type(raw)
         if field.target_name != name:
-            assert sent == CANON.to_old(name, field.value)
+            assert sent == canon.to_old(name, field.value)
 
 
 @given(case=cases)
 def test_explain_json_lists_every_user_key(case):
-    version, overrides = case
+    config, version, overrides = case
     try:
-        out = resolve(overrides, None, version).to_dict()
+        out = resolve(overrides, None, version, config=config).to_dict()
     except CompatError:
         return
     for key in overrides:
-        assert key in out["fields"][_canonical_of(key)]["given_as"]
+        assert key in out["fields"][_canonical_of(config, key)]["given_as"]

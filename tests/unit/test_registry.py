@@ -1,7 +1,8 @@
 """The committed registry against the independent research table (shared/research/ddp_schema/SUMMARY.md)."""
 import pytest
 
-from compat import refresh
+from compat import refresh, snapshots
+from compat.extract import extract_candidate
 from compat.registry import registry
 
 # Field counts per release, from the research summary (extracted independently of this code).
@@ -55,8 +56,15 @@ def test_optimizer_precision_fields_recorded():
 
 @pytest.mark.network
 def test_regenerating_from_the_real_wheels_is_byte_identical(tmp_path):
+    """Every class of every release; and `gate --accept` (add_release, one release at a time) writes the same."""
     reg = registry()
     wheels = {v: (refresh.download(v), reg.is_yanked(v)) for v in reg.versions()}
     rebuilt = refresh.dumps(refresh.build_registry(wheels))
     committed = (refresh.Path(refresh.__file__).parent / "data" / "registry.json").read_text(encoding="utf-8")
     assert rebuilt == committed
+    grown = snapshots.subset(reg.data, reg.versions()[:-3])
+    for version in reg.versions()[-3:]:
+        grown = refresh.add_release(grown, version, reg.is_yanked(version), extract_candidate(wheels[version][0]))
+    assert refresh.dumps(grown) == committed
+    assert {k for r in reg.data["releases"] for k in r["configs"]} == {
+        "ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla"}

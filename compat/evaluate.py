@@ -1,0 +1,257 @@
+"""A small, restricted evaluator for ``__post_init__`` conditions kept as text.
+
+It understands ``self.<field>``, constants, tuples/lists/sets of them, ``and``/``or``/``not``, comparisons
+(``in``, ``is`` included), ``+ - * / // %``, conditional expressions, ``torch.<dtype>`` and the builtins
+``len``, ``isinstance`` (against builtin types), ``bool``, ``int``, ``float``, ``str``, ``any``, ``all``, ``min``,
+``max``, ``abs``. ``unsupported`` says statically why an expression is outside that language; ``evaluate`` returns
+UNKNOWN whenever a value is missing or an operation fails. Callers skip what is UNKNOWN: nothing is guessed.
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+
+from .dtypes import dtype_name
+
+_BUILTIN_TYPES = {"list": list, "tuple": tuple, "dict": dict, "set": set, "str": str, "int": int, "float": float,
+                  "bool": bool, "type(None)": type(None)}
+_FUNCTIONS = {"len": len, "bool": bool, "int": int, "float": float, "str": str, "any": any, "all": all,
+              "min": min, "max": max, "abs": abs, "isinstance": isinstance}
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+_CMPOPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+           ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_MAX_SEQUENCE = 10_000  # longest str/list a * may produce
+
+
+class _Unknown:
+    def __repr__(self):
+        return "UNKNOWN"
+
+    def __bool__(self):
+        raise TypeError("UNKNOWN has no truth value")
+
+
+UNKNOWN = _Unknown()
+
+
+class Dtype:
+    """A torch dtype by name: equal only to the same dtype (as torch dtypes are), never to a string."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, Dtype) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("dtype", self.name))
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+def _torch_dtype(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+        return dtype_name(f"torch.{node.attr}")
+    return None
+
+
+def _is_self_field(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def unsupported(node: ast.expr) -> str | None:
+    """Why ``node`` is outside the evaluator's language, or None when it is inside."""
+    if isinstance(node, ast.Constant):
+        return None if isinstance(node.value, (bool, int, float, str, type(None))) else "a non-scalar constant"
+    if _is_self_field(node) or _torch_dtype(node):
+        return None
+    if isinstance(node, ast.BoolOp):
+        return _first(node.values)
+    if isinstance(node, ast.UnaryOp):
+        return unsupported(node.operand) if isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)) else "an operator"
+    if isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            return f"the operator {type(node.op).__name__}"
+        return _first([node.left, node.right])
+    if isinstance(node, ast.Compare):
+        if any(type(op) not in _CMPOPS and not isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return "a comparison it does not know"
+        return _first([node.left, *node.comparators])
+    if isinstance(node, ast.IfExp):
+        return _first([node.test, node.body, node.orelse])
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return _first(node.elts)
+    if isinstance(node, ast.Call):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in _FUNCTIONS or node.keywords:
+            return f"a call of {ast.unparse(node.func)}"
+        if name == "isinstance":
+            if len(node.args) != 2 or not _type_arg(node.args[1]):
+                return "isinstance against a non-builtin type"
+            return unsupported(node.args[0])
+        return _first(node.args)
+    if isinstance(node, ast.Name):
+        return f"the name {node.id}"
+    if isinstance(node, ast.Attribute):
+        return f"the attribute {ast.unparse(node)}"
+    return f"a {type(node).__name__} expression"
+
+
+def _first(nodes) -> str | None:
+    for n in nodes:
+        why = unsupported(n)
+        if why:
+            return why
+    return None
+
+
+def _type_arg(node: ast.expr):
+    if isinstance(node, ast.Name) and node.id in _BUILTIN_TYPES:
+        return (_BUILTIN_TYPES[node.id],)
+    if isinstance(node, ast.Tuple):
+        parts = [_type_arg(e) for e in node.elts]
+        return None if not all(parts) else tuple(t for p in parts for t in p)
+    return None
+
+
+@lru_cache(maxsize=8192)
+def parse(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def evaluate(text: str, env: dict):
+    """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN."""
+    try:
+        return _eval(parse(text), env)
+    except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
+            MemoryError, SyntaxError):
+        return UNKNOWN
+
+
+def truth(value):
+    """True, False or UNKNOWN."""
+    if value is UNKNOWN:
+        return UNKNOWN
+    try:
+        return bool(value)
+    except Exception:  # a user value with an odd __bool__ (an array) has no truth value we can trust
+        return UNKNOWN
+
+
+def _eval(node: ast.expr, env: dict):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if _is_self_field(node):
+        return env.get(node.attr, UNKNOWN)
+    dtype = _torch_dtype(node)
+    if dtype:
+        return Dtype(dtype)
+    if isinstance(node, ast.BoolOp):
+        is_and = isinstance(node.op, ast.And)
+        result = None
+        for sub in node.values:
+            result = _eval(sub, env)
+            t = truth(result)
+            if t is UNKNOWN:
+                return UNKNOWN
+            if t is not is_and:  # and: stop at the first falsy; or: at the first truthy
+                return result
+        return result
+    if isinstance(node, ast.UnaryOp):
+        operand = _eval(node.operand, env)
+        if operand is UNKNOWN:
+            return UNKNOWN
+        if isinstance(node.op, ast.Not):
+            t = truth(operand)
+            return UNKNOWN if t is UNKNOWN else not t
+        return -operand if isinstance(node.op, ast.USub) else +operand
+    if isinstance(node, ast.BinOp):
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        if left is UNKNOWN or right is UNKNOWN or isinstance(left, Dtype) or isinstance(right, Dtype):
+            return UNKNOWN
+        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list, tuple)) or
+                                              isinstance(right, (str, list, tuple))):
+            count = right if isinstance(left, (str, list, tuple)) else left
+            if not isinstance(count, int) or count > _MAX_SEQUENCE:
+                return UNKNOWN
+        return _BINOPS[type(node.op)](left, right)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, env)
+        for op, comp in zip(node.ops, node.comparators):
+            right = _eval(comp, env)
+            if left is UNKNOWN or right is UNKNOWN:
+                return UNKNOWN
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                same = left == right if isinstance(left, Dtype) and isinstance(right, Dtype) else left is right
+                ok = same if isinstance(op, ast.Is) else not same
+            else:
+                if isinstance(right, (list, tuple, set)) and any(v is UNKNOWN for v in right):
+                    return UNKNOWN
+                t = truth(_CMPOPS[type(op)](left, right))
+                if t is UNKNOWN:
+                    return UNKNOWN
+                ok = t
+            if not ok:
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        t = truth(_eval(node.test, env))
+        if t is UNKNOWN:
+            return UNKNOWN
+        return _eval(node.body if t else node.orelse, env)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_eval(e, env) for e in node.elts]
+        if any(i is UNKNOWN for i in items):
+            return UNKNOWN
+        return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Call):
+        name = node.func.id
+        if name == "isinstance":
+            value = _eval(node.args[0], env)
+            if value is UNKNOWN or isinstance(value, Dtype):
+                return UNKNOWN
+            return isinstance(value, _type_arg(node.args[1]))
+        args = [_eval(a, env) for a in node.args]
+        if any(a is UNKNOWN or isinstance(a, Dtype) for a in args):
+            return UNKNOWN
+        return _FUNCTIONS[name](*args)
+    return UNKNOWN
+
+
+def render(message: str | None, env: dict) -> str | None:
+    """Megatron's message with its f-string fields filled in where they can be evaluated."""
+    if not message:
+        return message
+    try:
+        node = parse(message)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return message
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return message
+    parts = []
+    for piece in node.values:
+        if isinstance(piece, ast.Constant):
+            parts.append(str(piece.value))
+            continue
+        value = UNKNOWN if unsupported(piece.value) else _safe(piece.value, env)
+        parts.append("{" + ast.unparse(piece.value) + "}" if value is UNKNOWN else
+                     (repr(value) if piece.conversion == ord("r") else str(value)))
+    return "".join(parts)
+
+
+def _safe(node, env):
+    try:
+        return _eval(node, env)
+    except Exception:  # rendering a message must never fail
+        return UNKNOWN
+
+
+__all__ = ["Dtype", "UNKNOWN", "evaluate", "parse", "render", "truth", "unsupported"]

@@ -1,0 +1,96 @@
+"""Pre-check a config against the ``__post_init__`` checks extracted from its class (``Schema.checks``).
+
+The effective config is the target's defaults plus the kwargs that will be passed. A check fires only when every
+condition evaluates to True (and, for an assert, its test to False) with known values: a check marked ``skip``, a
+value we do not know (a default kept as an expression) or an operation the evaluator refuses means "not checked",
+never "refused". Asserts are not checked when Python runs with -O (Megatron's asserts would not run either).
+"""
+from __future__ import annotations
+
+import sys
+
+from .annotations import parse
+from .errors import ConstraintError
+from .evaluate import UNKNOWN, Dtype, evaluate, render, truth
+from .registry import Check, Schema
+
+
+def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> dict:
+    """Field -> value as ``__post_init__`` would first see it (dtypes as ``Dtype``; unknown defaults UNKNOWN)."""
+    env = {}
+    for f in schema.fields:
+        env[f.name] = f.default if f.exact and not f.required else UNKNOWN
+    env.update(kwargs)
+    env.update(overrides or {})
+    for f in schema.fields:
+        value = env[f.name]
+        if isinstance(value, str) and "dtype" in parse(f.annotation).kinds() and "str" not in parse(f.annotation).kinds():
+            env[f.name] = Dtype(value)
+        elif type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+            env[f.name] = Dtype(str(value).removeprefix("torch."))
+    return env
+
+
+def fires(check: Check, env: dict) -> bool | None:
+    """True: the check rejects ``env``; False: it passes; None: we cannot tell (skipped or unknown)."""
+    if check.skip is not None:
+        return None
+    if check.kind == "assert" and sys.flags.optimize:
+        return None
+    for cond in check.when:
+        t = truth(evaluate(cond, env))
+        if t is UNKNOWN:
+            return None
+        if not t:
+            return False
+    if check.kind == "raise":
+        return True
+    t = truth(evaluate(check.test, env))
+    return None if t is UNKNOWN else not t
+
+
+def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
+    out = []
+    for check in schema.checks:
+        if fires(check, env):
+            out.append(check)
+            if first:
+                break
+    return out
+
+
+def run(schema: Schema, env: dict) -> tuple[Check | None, dict]:
+    """(the first check that fires or None, how many checks were evaluated and how many could not be)."""
+    counts = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}
+    for check in schema.checks:
+        outcome = fires(check, env)
+        if outcome:
+            return check, counts
+        counts["evaluated" if outcome is not None else "not_evaluated"] += 1
+    return None, counts
+
+
+def error_for(check: Check, env: dict, schema: Schema) -> ConstraintError:
+    values = {name: _shown(env.get(name, UNKNOWN)) for name in check.reads}
+    message = render(check.message, env) or f"{check.exception} in __post_init__"
+    rule = f"{check.owner}.__post_init__ {check.kind} at {check.where()}"
+    error = ConstraintError(rule, message, values, schema.version)
+    error.check = check
+    return error
+
+
+def precheck(schema: Schema, kwargs: dict) -> None:
+    """Raise ConstraintError for the first extracted check that the kwargs certainly violate."""
+    env = environment(schema, kwargs)
+    found = violations(schema, env)
+    if found:
+        raise error_for(found[0], env, schema)
+
+
+def _shown(value):
+    if isinstance(value, Dtype):
+        return value.name
+    return "<unknown>" if value is UNKNOWN else value
+
+
+__all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]
