@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import refresh
+from .. import refresh, snapshots
 from .. import version as _v
 from ..errors import CandidateError, CompatError
 from .core import DEFAULT_REGISTRY, GateReport
@@ -38,12 +38,14 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
                              f"lone surrogates): {'; '.join(bad)}")
     with locked(registry_path):
         data, old_raw = read_registry(registry_path)  # re-read under the lock: another accept may have written
-        existing = next((r for r in data["releases"] if _v.parse(r["version"]) == version), None)
-        record = {"requires_python": facts["requires_python"], "ddp": facts["ddp"]["sha256"],
-                  "optimizer": facts["optimizer"]["sha256"]}
-        same = existing is not None and all(existing.get(k) == v for k, v in record.items())
+        existing = next((r for r in snapshots.decode(data) if _v.parse(r["version"]) == version), None)
+        record = {"requires_python": facts["requires_python"],
+                  **snapshots.release_facts(str(version), False, facts)["configs"]}
+        old = {"requires_python": existing["requires_python"], **existing["configs"]} if existing else {}
+        changed = [k for k in sorted(set(record) | set(old)) if record.get(k) != old.get(k)]
+        same = existing is not None and not changed
         if existing is not None and not same and not replace:
-            changed = ", ".join(k for k, v in record.items() if existing.get(k) != v)
+            changed = ", ".join(changed)
             raise ReplaceRefusedError(
                 f"{registry_path} already holds megatron-core {existing['version']} with a different {changed}; "
                 f"the candidate claims the same version. Nothing was written; pass --replace to overwrite it")

@@ -6,6 +6,7 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 from __future__ import annotations
 
 from .. import version as _v
+from ..errors import VersionError
 from ..registry import load_json
 from .markdown import md_code
 
@@ -21,6 +22,10 @@ def lane_verdict(candidate: str | None, against: str) -> dict | None:
     naming the session that would produce it; None when nothing can be said (no version, nothing to pair)."""
     if not candidate:
         return None
+    try:
+        _v.parse(candidate)
+    except VersionError:
+        return None  # a METADATA version that is not PEP 440: the report shows it as given, escaped
     try:
         pairs = load_json("ckpt_lane.json")["pairs"]
     except (OSError, ValueError, KeyError):

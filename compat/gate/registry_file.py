@@ -12,9 +12,8 @@ from .. import version as _v
 from ..archive import MIB, read_file
 from ..errors import CompatError, VersionError
 
-MAX_REGISTRY_BYTES = 32 * MIB  # the 26 releases take 130 kB
+MAX_REGISTRY_BYTES = 32 * MIB  # the 26 releases take 440 kB
 MAX_TEXT = 100_000  # characters in any one string of the registry (a doc, an annotation)
-_SNAPSHOTS = ("ddp_snapshots", "optimizer_snapshots")
 
 
 class RegistryFileError(CompatError):
@@ -48,9 +47,11 @@ def unwritable(facts: dict) -> list[str]:
     """What in extracted facts strict UTF-8 JSON cannot hold, as 'Config.field: why' (a default of inf or nan, a
     lone surrogate from a '\\ud800' escape in a default or a doc)."""
     bad = []
-    for key, config in (("ddp", "DistributedDataParallelConfig"), ("optimizer", "OptimizerConfig")):
+    from ..configs import CONFIGS
+
+    for key, config in CONFIGS.items():
         for f in facts.get(key, {}).get("fields", []):
-            where = f"{config}.{f.get('name')}"
+            where = f"{config.class_name}.{f.get('name')}"
             if _has(f.get("default"), _non_finite):
                 bad.append(f"{where}: non-finite default {f.get('default')!r}")
             for part in ("default", "default_expr", "doc", "annotation"):
@@ -96,22 +97,33 @@ def _unique_keys(pairs):
 
 # ---------------------------------------------------------------------------------------------- shape
 def check_registry(data, where: str) -> None:
-    """Raise RegistryFileError unless ``data`` has the shape every registry reader relies on."""
+    """Raise RegistryFileError unless ``data`` has the shape every registry reader relies on (format 2, see
+    ``compat.snapshots``): releases -> one snapshot key per config class; snapshots -> indexes into the interned
+    ``fields`` and ``checks`` tables."""
+    from ..configs import CONFIGS
+    from ..snapshots import FORMAT
+
     def fail(at: str, why: str):
         raise RegistryFileError(f"registry {where!r}: {at}: {why}")
 
     if not isinstance(data, dict):
         fail("top level", f"expected an object, got {type(data).__name__}")
-    releases = data.get("releases")
-    if not isinstance(releases, list) or not releases:
-        fail("releases", "expected a non-empty list")
-    for key in _SNAPSHOTS:
-        if not isinstance(data.get(key), dict):
-            fail(key, "expected an object of snapshots keyed by sha256")
-        for sha, snap in data[key].items():
-            _check_snapshot(snap, f"{key}[{sha[:80]!r}]", fail)
+    if data.get("format") != FORMAT:
+        fail("format", f"expected {FORMAT} (this mcore-compat's registry format), got {str(data.get('format'))[:40]!r}")
+    for key, kind in (("releases", list), ("snapshots", dict), ("fields", list), ("checks", list)):
+        if not isinstance(data.get(key), kind) or (key == "releases" and not data[key]):
+            fail(key, f"expected a {'non-empty ' if key == 'releases' else ''}{kind.__name__}")
+    for i, record in enumerate(data["fields"]):
+        _check_field(record, f"fields[{i}]", fail)
+    for i, record in enumerate(data["checks"]):
+        if not isinstance(record, dict) or not isinstance(record.get("reads"), list) or \
+                not all(isinstance(n, str) for n in record["reads"]):
+            fail(f"checks[{i}]", "expected an object with a 'reads' list of field names")
+    for key, snap in data["snapshots"].items():
+        _check_snapshot(snap, f"snapshots[{key[:80]!r}]", fail, len(data["fields"]), len(data["checks"]),
+                        data["fields"])
     seen = set()
-    for i, rel in enumerate(releases):
+    for i, rel in enumerate(data["releases"]):
         at = f"releases[{i}]"
         if not isinstance(rel, dict):
             fail(at, f"expected an object, got {type(rel).__name__}")
@@ -129,39 +141,57 @@ def check_registry(data, where: str) -> None:
             fail(f"{at}.yanked", "expected true or false")
         if not isinstance(rel.get("requires_python"), (str, type(None))):
             fail(f"{at}.requires_python", "expected a string or null")
-        for ref, key in (("ddp", "ddp_snapshots"), ("optimizer", "optimizer_snapshots")):
-            if not isinstance(rel.get(ref), str) or rel[ref] not in data[key]:
-                fail(f"{at}.{ref}", f"expected the key of an entry of {key}")
-    if all(rel["yanked"] for rel in releases):
+        configs = rel.get("configs")
+        if not isinstance(configs, dict) or "ddp" not in configs:
+            fail(f"{at}.configs", "expected an object naming at least the ddp snapshot")
+        for config, ref in configs.items():
+            if config not in CONFIGS:
+                fail(f"{at}.configs", f"unknown config {config[:80]!r} (known: {', '.join(CONFIGS)})")
+            if not isinstance(ref, str) or ref not in data["snapshots"]:
+                fail(f"{at}.configs.{config}", "expected the key of an entry of snapshots")
+    if all(rel["yanked"] for rel in data["releases"]):
         fail("releases", "every release is yanked; the gate compares with the newest final release")
 
 
-def _check_snapshot(snap, at: str, fail) -> None:
-    if not isinstance(snap, dict) or not isinstance(snap.get("fields"), list):
-        fail(at, "expected an object with a 'fields' list")
-    for key in ("post_init_reads", "post_init_writes"):
-        if not isinstance(snap.get(key), list) or not all(isinstance(n, str) for n in snap[key]):
-            fail(f"{at}.{key}", "expected a list of field names")
-    names = set()
-    for i, f in enumerate(snap["fields"]):
-        fat = f"{at}.fields[{i}]"
-        if not isinstance(f, dict):
-            fail(fat, f"expected an object, got {type(f).__name__}")
-        name = f.get("name")
-        if not isinstance(name, str) or not name.isidentifier():
-            fail(f"{fat}.name", f"expected a Python identifier, got {str(name)[:100]!r}")
-        if name in names:
-            fail(f"{fat}.name", f"{name} is listed twice")
-        names.add(name)
-        for key in ("annotation", "doc", "default_expr"):
-            value = f.get(key, "")
-            if not isinstance(value, str) or len(value) > MAX_TEXT:
-                fail(f"{fat}.{key}", f"expected a string of at most {MAX_TEXT} characters")
-        if "annotation" not in f:
-            fail(f"{fat}.annotation", "missing")
-        try:
-            ast.parse(f["annotation"], mode="eval")
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            fail(f"{fat}.annotation", f"{f['annotation'][:100]!r} is not a Python expression")
-        if sum(k in f for k in ("default", "default_expr", "required")) != 1:
-            fail(fat, "expected exactly one of 'default', 'default_expr' and 'required'")
+def _indexes(value, size: int) -> bool:
+    return isinstance(value, list) and all(type(i) is int and 0 <= i < size for i in value)
+
+
+def _check_snapshot(snap, at: str, fail, n_fields: int, n_checks: int, fields: list) -> None:
+    if not isinstance(snap, dict) or not isinstance(snap.get("class"), str) or \
+            not isinstance(snap.get("bases"), list):
+        fail(at, "expected an object with 'class' and 'bases'")
+    if not _indexes(snap.get("fields"), n_fields):
+        fail(f"{at}.fields", f"expected a list of indexes into fields (0..{n_fields - 1})")
+    names = [fields[i]["name"] for i in snap["fields"]]
+    if len(set(names)) != len(names):
+        fail(f"{at}.fields", "a field name is listed twice")
+    for key in ("reads", "writes"):
+        if not _indexes(snap.get(key), len(names)):
+            fail(f"{at}.{key}", "expected a list of positions in the snapshot's fields")
+    if not isinstance(snap.get("dynamic_writes"), bool):
+        fail(f"{at}.dynamic_writes", "expected true or false")
+    checks = snap.get("checks")
+    if not isinstance(checks, list) or not all(
+            isinstance(c, list) and len(c) == 2 and _indexes(c[:1], n_checks) and type(c[1]) is int for c in checks):
+        fail(f"{at}.checks", f"expected [check index (0..{n_checks - 1}), line] pairs")
+
+
+def _check_field(f, fat: str, fail) -> None:
+    if not isinstance(f, dict):
+        fail(fat, f"expected an object, got {type(f).__name__}")
+    name = f.get("name")
+    if not isinstance(name, str) or not name.isidentifier():
+        fail(f"{fat}.name", f"expected a Python identifier, got {str(name)[:100]!r}")
+    for key in ("annotation", "doc", "default_expr"):
+        value = f.get(key, "")
+        if not isinstance(value, str) or len(value) > MAX_TEXT:
+            fail(f"{fat}.{key}", f"expected a string of at most {MAX_TEXT} characters")
+    if "annotation" not in f:
+        fail(f"{fat}.annotation", "missing")
+    try:
+        ast.parse(f["annotation"], mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        fail(f"{fat}.annotation", f"{f['annotation'][:100]!r} is not a Python expression")
+    if sum(k in f for k in ("default", "default_expr", "required")) != 1:
+        fail(fat, "expected exactly one of 'default', 'default_expr' and 'required'")

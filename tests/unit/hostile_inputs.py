@@ -84,10 +84,10 @@ def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: st
     """Python source of the registry's DDPConfig (or OptimizerConfig fields) of ``version``, as megatron writes
     it: same names, annotations, defaults and docs. ``extra`` is appended to the class body; ``docs`` overrides
     field docs by name."""
+    from compat.snapshots import decode_snapshot
+
     reg = registry()
-    release = reg.releases[version]
-    snaps = reg.data["optimizer_snapshots" if optimizer else "ddp_snapshots"]
-    snap = snaps[release["optimizer" if optimizer else "ddp"]]
+    snap = decode_snapshot(reg.data, reg.releases[version]["configs"]["optimizer" if optimizer else "ddp"])
     cls = "OptimizerConfig" if optimizer else "DistributedDataParallelConfig"
     lines = ["import torch", "from dataclasses import dataclass, field", "from typing import Optional, Tuple", "",
              "@dataclass", f"class {cls}:"]
@@ -103,10 +103,11 @@ def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: st
         if doc:
             lines.append(f"    {doc!r}")
     lines += [f"    {line}" for line in extra.splitlines()]
-    if snap["post_init_reads"] or snap["post_init_writes"]:
+    post = snap["post_init"]
+    if post["reads"] or post["writes"]:
         lines.append("    def __post_init__(self):")
-        lines += [f"        if self.{n}: pass" for n in snap["post_init_reads"]]
-        lines += [f"        self.{n} = None" for n in snap["post_init_writes"]]
+        lines += [f"        if self.{n}: pass" for n in post["reads"]]
+        lines += [f"        self.{n} = None" for n in post["writes"]]
     return "\n".join(lines) + "\n"
 
 

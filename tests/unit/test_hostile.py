@@ -286,8 +286,10 @@ def _evil_candidate(*, name: str = "megatron_core-0.20.0-py3-none-any.whl", vers
 def _report_is_structured(tmp: Path, run: H.Run) -> None:
     lines = run.stdout.splitlines()
     accepted = ["## Accepted"] if "## Accepted" in lines else []
+    checkpoints = ["## Checkpoints"] if "## Checkpoints" in lines else []  # the lane's verdict, when it has one
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational", *accepted], "a heading was forged"
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *accepted], \
+        "a heading was forged"
     if accepted:
         assert lines.index("## Accepted") > lines.index("## Informational") and len(accepted) == 1
     assert lines[0].startswith("# Upgrade gate: megatron-core ")
@@ -418,8 +420,9 @@ CATALOGUE: dict[str, Attack] = {
         after=lambda tmp, run: _replaced(tmp)),
     "accept-new-version": Attack(3, _accept("0.20.0"), 0, "megatron-core 0.20.0 added",
                                  after=lambda tmp, run: _pinned(tmp, "0.20.0")),
-    "accept-non-finite-default": Attack(3, _accept("0.20.0", extra="huge: float = 1e999"), 3,
-                                        "DistributedDataParallelConfig.huge: non-finite default inf",
+    # a bare 1e999 is kept as its expression text (default_expr); inside a literal it is a value JSON cannot hold
+    "accept-non-finite-default": Attack(3, _accept("0.20.0", extra="huge: tuple = (1e999, 1.0)"), 3,
+                                        "DistributedDataParallelConfig.huge: non-finite default [inf, 1.0]",
                                         after=_unchanged),
     "accept-same-version-spelled-differently-refused": Attack(
         3, _accept("0.19.2.0", change_default=True), 3, "already holds megatron-core 0.19.2", after=_unchanged),
@@ -477,17 +480,17 @@ CATALOGUE: dict[str, Attack] = {
     "registry-not-an-object": Attack(7, _gate_registry(lambda tmp: _registry_with(tmp, "[]")), 3,
                                      "expected an object"),
     "registry-release-not-an-object": Attack(7, _gate_registry(lambda tmp: _registry_with(
-        tmp, '{"releases": [1], "ddp_snapshots": {}, "optimizer_snapshots": {}}')), 3, "releases[0]"),
+        tmp, '{"format": 2, "releases": [1], "snapshots": {}, "fields": [], "checks": []}')), 3, "releases[0]"),
     "registry-no-releases": Attack(7, _gate_registry(_registry_edit(lambda d: d.update(releases=[]))), 3,
                                    "expected a non-empty list"),
     "registry-all-yanked": Attack(7, _gate_registry(_registry_edit(
         lambda d: [r.update(yanked=True) for r in d["releases"]])), 3, "every release is yanked"),
     "registry-dangling-snapshot": Attack(7, _gate_registry(_registry_edit(
-        lambda d: d["releases"][-1].update(ddp="0" * 64))), 3, "releases[25].ddp"),
+        lambda d: d["releases"][-1]["configs"].update(ddp="ddp@9.9.9"))), 3, "releases[25].configs.ddp"),
     "registry-bad-version": Attack(7, _gate_registry(_registry_edit(
         lambda d: d["releases"][-1].update(version="9" * 5000))), 3, "longer than 128 characters"),
     "registry-field-without-annotation": Attack(7, _gate_registry(_registry_edit(
-        lambda d: [s["fields"][0].pop("annotation") for s in d["ddp_snapshots"].values()])), 3, "annotation"),
+        lambda d: d["fields"][0].pop("annotation"))), 3, "fields[0].annotation"),
     "registry-duplicate-key": Attack(7, _gate_registry(lambda tmp: _registry_with(
         tmp, '{"releases": [], "releases": []}')), 3, "duplicate key"),
     "registry-nested-100k-deep": Attack(7, _gate_registry(lambda tmp: _registry_with(
@@ -674,7 +677,7 @@ def _replaced(tmp: Path) -> None:
     after, _ = read_registry(tmp / "registry.json")
     old = next(r for r in before["releases"] if r["version"] == "0.19.2")
     new = next(r for r in after["releases"] if r["version"] == "0.19.2")
-    assert old["ddp"] != new["ddp"] and new["yanked"] is old["yanked"]
+    assert old["configs"]["ddp"] != new["configs"]["ddp"] and new["yanked"] is old["yanked"]
     assert len(after["releases"]) == len(before["releases"])
     assert (tmp / "matrix.yaml").read_bytes() == (tmp / "before" / "matrix.yaml").read_bytes()
 
@@ -881,7 +884,7 @@ def test_every_error_is_one_line(monkeypatch, capsys, exc, phrase):
     from compat import cli
 
     parser = cli.build_parser()
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda *a: parser)
     parser._subparsers._group_actions[0].choices["fields"].set_defaults(func=_raiser(exc))
     assert cli.main(["fields"]) == 3
     err = capsys.readouterr().err
@@ -892,7 +895,7 @@ def test_internal_error_traceback_on_request(monkeypatch):
     from compat import cli
 
     parser = cli.build_parser()
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda *a: parser)
     parser._subparsers._group_actions[0].choices["fields"].set_defaults(func=_raiser(TypeError("a bug")))
     monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
     with pytest.raises(TypeError, match="a bug"):
