@@ -52,7 +52,7 @@ def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "index": os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple"),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (pip download)",
+        "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (download from the index)",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

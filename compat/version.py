@@ -23,6 +23,11 @@ def parse(text) -> Version:
         raise VersionError(f"megatron-core version {text!r} does not parse as a PEP 440 version") from None
 
 
+def same(a, b) -> bool:
+    """Equal as versions ("0.20" is "0.20.0")."""
+    return parse(a) == parse(b)
+
+
 def at_least(version, minimum) -> bool:
     return parse(version) >= parse(minimum)
 

@@ -8,6 +8,18 @@ settings.register_profile("full", max_examples=3000, deadline=None, suppress_hea
 settings.register_profile("quick", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "full"))
 
+UNMARKED_INDEX = "http://127.0.0.1:9/not-a-network-test"  # nothing listens on port 9: a download fails at once
+
+
+@pytest.fixture(autouse=True)
+def _index_only_for_network_tests(request, monkeypatch, tmp_path_factory):
+    """A test that needs the package index must be marked ``network``. Every other test sees an empty download
+    cache and an index that refuses connections, so an unmarked download fails here instead of passing on a
+    warm ~/.cache (subprocesses inherit the environment)."""
+    if request.node.get_closest_marker("network") is None:
+        monkeypatch.setenv("MCORE_COMPAT_INDEX_URL", UNMARKED_INDEX)
+        monkeypatch.setenv("MCORE_COMPAT_CACHE", str(tmp_path_factory.mktemp("empty-cache")))
+
 
 def megatron_core_installed() -> bool:
     """True if torch and megatron.core are importable; checked without importing either."""
