@@ -1,7 +1,6 @@
 """The one place that parses and compares megatron-core versions (always with ``packaging.version``)."""
 from __future__ import annotations
 
-import importlib.metadata
 import re
 import sys
 from pathlib import Path
@@ -59,6 +58,8 @@ def _version_from_source_tree() -> str | None:
 
 def installed_version() -> str | None:
     """The installed megatron-core version, from its distribution metadata or its package_info.py."""
+    import importlib.metadata  # ~10 ms: only callers that ask for the installed build pay it
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

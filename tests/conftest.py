@@ -29,6 +29,23 @@ def megatron_core_installed() -> bool:
     return any(os.path.isdir(os.path.join(loc, "core")) for loc in locations)
 
 
+def _import_megatron_or_fail(expected: str) -> None:
+    """A pin session fails here, with the reason, when its recipe gives a megatron-core that does not import
+    (the contract tests import it in this process anyway, so this costs nothing extra)."""
+    try:
+        import megatron.core.distributed  # noqa: F401
+    except Exception as exc:  # any import-time failure of the recipe (missing module, pkg_resources, triton)
+        raise pytest.UsageError(f"megatron-core {expected} is installed but `import megatron.core.distributed` "
+                                f"fails: {type(exc).__name__}: {exc}") from None
+
+
+@pytest.hookimpl(trylast=True)  # after tests/integration/conftest.py has started the DDP ranks
+def pytest_collection_finish(session):
+    expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")
+    if expected and any("megatron" in item.keywords for item in session.items):
+        _import_megatron_or_fail(expected)
+
+
 def pytest_collection_modifyitems(config, items):
     expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")  # set by the nox pin sessions
     if megatron_core_installed():
