@@ -24,6 +24,8 @@ MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; d
 the pin's version without +cpu, i.e. PyPI's CUDA build, checked after install),
 MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise).
 
+CPU sessions may run side by side: `nox -j 2 -t cpu` (output is then printed per session when it ends).
+
 Every session is a default session so that `nox -l --json` lists them all (nox lists only selected
 sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
 """
@@ -216,7 +218,7 @@ def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: boo
 
 
 # --------------------------------------------------------------------------------------- sessions
-@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["cpu", "unit", "py311"])
+@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["cpu", "unit", "py311"], allow_parallel=True)
 def unit(session: nox.Session) -> None:
     """Registry-only tests (everything not marked megatron): no torch, no megatron-core."""
     _require_uv()
@@ -306,7 +308,7 @@ def make_gpu_session(pin):
 
 
 for _pin in PINS:
-    nox.session(name=f"mcore-{_pin.version}", python=_pin.python, venv_backend="uv",
+    nox.session(name=f"mcore-{_pin.version}", python=_pin.python, venv_backend="uv", allow_parallel=True,
                 tags=_pin.all_tags(kind="cpu"))(make_cpu_session(_pin))
     nox.session(name=f"gpu-{_pin.version}", python=_pin.python, venv_backend="uv",
                 tags=_pin.all_tags(kind="gpu"))(make_gpu_session(_pin))
