@@ -176,3 +176,12 @@ def test_readme_install_gives_a_nox_whose_json_listing_feeds_ci_matrix(tmp_path)
         assert "unit" in cpu and any(s.startswith("mcore-") for s in cpu)
         assert sorted(s["session"] for s in sessions) == sorted(
             e["session"] for k in KEYS for e in json.loads(out[k])["include"])
+
+
+def test_ci_matrix_explains_output_that_is_not_json():
+    polluted = "Collecting nox>=2026.8.10\n  Downloading nox-2026.10.20-py3-none-any.whl\n" + SAMPLE.read_text()
+    proc = subprocess.run([sys.executable, str(CI_MATRIX), "-"], input=polluted, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "not JSON" in proc.stderr and "Collecting nox" in proc.stderr and 'nox[uv]' in proc.stderr
+    assert "Traceback" not in proc.stderr
