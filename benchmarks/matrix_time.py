@@ -180,6 +180,7 @@ def main(argv=None) -> int:
     ap.add_argument("-t", "--tag", action="append", default=[], help="nox tag (repeatable; default: cpu)")
     ap.add_argument("--uv-cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--output", type=Path, default=RESULTS)
+    ap.add_argument("--label", help="store the record under this name instead of the mode's")
     ap.add_argument("--jobs", "-j", type=int, default=1, help="nox -j: sessions side by side (default 1)")
     ap.add_argument("--envdir", type=Path, default=ROOT / ".nox",
                     help="nox --envdir; cold removes it (use a separate one while others run nox here)")
@@ -211,7 +212,7 @@ def main(argv=None) -> int:
     for mode in modes:
         record = run_once(mode, selection, posargs, args.uv_cache.expanduser().resolve(),
                           args.envdir.expanduser().resolve(), jobs=args.jobs)
-        data["runs"][mode] = record
+        data["runs"][args.label or mode] = record
         code = code or record["exit_code"]
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(data, indent=2) + "\n")
