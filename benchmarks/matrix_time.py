@@ -5,6 +5,8 @@
     python benchmarks/matrix_time.py --mode both -s unit -s mcore-0.16.1
     python benchmarks/matrix_time.py -t newest -- -x        # after --: pytest arguments (nox posargs)
     python benchmarks/matrix_time.py --jobs 2               # nox -j 2: CPU sessions side by side
+    python benchmarks/matrix_time.py --ref main --label before   # the noxfile and tests of another revision,
+                                                            # run in a temporary git worktree on the same venvs
 
 Runs ``nox --add-timestamp <selection>`` from the repo root (cold removes --envdir, default .nox) with UV_CACHE_DIR set to ``--uv-cache``
 (default: ~/.cache/mcore-compat-bench-uv, a cache of its own so that "cold" never wipes the user's
@@ -19,6 +21,7 @@ benchmarks/results/matrix_time.json, the full nox output to <envdir>/bench-logs/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -28,6 +31,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -87,7 +91,7 @@ def _cpu_children() -> float:
 
 
 def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path, envdir: Path,
-             jobs: int = 1) -> dict:
+             jobs: int = 1, tree: Path = ROOT) -> dict:
     log_dir = envdir / "bench-logs"
     if mode == "cold":
         for path in (envdir, uv_cache):
@@ -99,7 +103,7 @@ def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path
     cmd = ["nox", "--add-timestamp", *selection]
     if jobs > 1:
         cmd += ["-j", str(jobs)]
-    if envdir != ROOT / ".nox":
+    if envdir != tree / ".nox":
         cmd += ["--envdir", str(envdir)]
     if posargs:
         cmd += ["--", *posargs]
@@ -112,7 +116,7 @@ def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path
     t0 = time.monotonic()
     lines = []
     with open(log_path, "w", encoding="utf-8") as log, subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             encoding="utf-8", errors="replace", bufsize=1) as proc:
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -129,6 +133,7 @@ def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path
         "mode": mode,
         "started_utc": started.isoformat(timespec="seconds"),
         "command": cmd,
+        "tree": str(tree),
         "exit_code": code,
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
@@ -145,6 +150,22 @@ def run_once(mode: str, selection: list[str], posargs: list[str], uv_cache: Path
         "sessions_without_pytest_summary": [s["name"] for s in sessions
                                             if s["pytest_s"] is None and s["status"] != "skipped"],
     }
+
+
+@contextlib.contextmanager
+def checkout(ref: str | None):
+    """ROOT, or a temporary detached git worktree of ``ref`` (removed afterwards)."""
+    if not ref:
+        yield ROOT
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="matrix-time-ref-"))
+    tree = tmp / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(tree), ref], cwd=ROOT, check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def print_table(record: dict) -> None:
@@ -181,6 +202,8 @@ def main(argv=None) -> int:
     ap.add_argument("--uv-cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--output", type=Path, default=RESULTS)
     ap.add_argument("--label", help="store the record under this name instead of the mode's")
+    ap.add_argument("--ref", help="run the noxfile and tests of this git revision (a temporary worktree) on "
+                                  "--envdir's venvs, e.g. to measure before/after a change")
     ap.add_argument("--jobs", "-j", type=int, default=1, help="nox -j: sessions side by side (default 1)")
     ap.add_argument("--envdir", type=Path, default=ROOT / ".nox",
                     help="nox --envdir; cold removes it (use a separate one while others run nox here)")
@@ -210,8 +233,10 @@ def main(argv=None) -> int:
     }
     code = 0
     for mode in modes:
-        record = run_once(mode, selection, posargs, args.uv_cache.expanduser().resolve(),
-                          args.envdir.expanduser().resolve(), jobs=args.jobs)
+        with checkout(args.ref) as tree:
+            record = run_once(mode, selection, posargs, args.uv_cache.expanduser().resolve(),
+                              args.envdir.expanduser().resolve(), jobs=args.jobs, tree=tree)
+        record["ref"] = args.ref or "working tree"
         data["runs"][args.label or mode] = record
         code = code or record["exit_code"]
         args.output.parent.mkdir(parents=True, exist_ok=True)

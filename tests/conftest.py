@@ -39,6 +39,19 @@ def _import_megatron_or_fail(expected: str) -> None:
                                 f"fails: {type(exc).__name__}: {exc}") from None
 
 
+def pytest_report_header(config):
+    """Which megatron-core and torch this run sees (from distribution metadata: nothing is imported)."""
+    import importlib.metadata
+
+    found = []
+    for dist in ("megatron-core", "torch"):
+        try:
+            found.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{dist} not installed")
+    return ", ".join(found)
+
+
 @pytest.hookimpl(trylast=True)  # after tests/integration/conftest.py has started the DDP ranks
 def pytest_collection_finish(session):
     expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")
