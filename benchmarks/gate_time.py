@@ -34,6 +34,7 @@ def timed(cache: Path) -> tuple[float, int]:
 
 
 def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
+    load_before = [round(x, 2) for x in os.getloadavg()]
     cold, warm, codes = [], [], set()
     for _ in range(cold_runs):
         with tempfile.TemporaryDirectory(prefix="gate-cold-") as tmp:
@@ -54,6 +55,8 @@ def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "index": fetch.index_url(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "bytecode": "as the environment has it (PYTHONDONTWRITEBYTECODE=%s)" % os.environ.get("PYTHONDONTWRITEBYTECODE"),
         "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (download from the index)",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
