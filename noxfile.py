@@ -3,24 +3,30 @@
 # ///
 """Test matrix over the megatron-core releases pinned in matrix.yaml.
 
-Only prerequisite: ``python3 -m pip install nox``. Nox reads the script block above and builds
+Only prerequisite: ``python3 -m pip install "nox[uv]"`` (with uv next to nox, script mode installs quietly;
+plain nox prints pip's log on stdout and breaks ``nox -l --json``). Nox reads the script block above and builds
 .nox/_nox_script_mode with nox, pyyaml and uv, then re-runs itself there.
 
     nox -l                      list sessions (nox -l --json for tags)
     nox -t cpu                  unit + every mcore-<version> session (what CI runs)
-    nox -s unit                 registry-only tests, no torch or megatron-core
-    nox -s mcore-0.16.1         torch 2.13.0+cpu + megatron-core 0.16.1, then pytest tests
+    nox -s unit                 registry-only tests (pytest tests -m "not megatron"), no torch or megatron-core
+    nox -s mcore-0.16.1         torch 2.13.0+cpu + megatron-core 0.16.1, then pytest tests -m "megatron and not gpu"
     nox -t newest / -t oldest   the newest / oldest pin
     nox -s gpu-0.16.1           pytest tests -m gpu (skipped without CUDA)
     nox -s gate                 python -m compat gate latest
     nox -s gate -- latest --project .   surface gate: what the newest release breaks in this code
     nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
 
-Environment knobs: MCORE_COMPAT_WORKERS (pytest-xdist -n, default "auto"; "0" turns xdist off),
+Which tests a session runs is SELECTION below: every test runs in exactly one kind of CPU session (or in gpu-*).
+
+Environment knobs: MCORE_COMPAT_WORKERS (pytest-xdist -n; default "auto" for unit, "0" for the pins, whose few
+tests would pay a torch + megatron import per worker; "0" turns xdist off),
 MCORE_COMPAT_TORCH_GPU (torch version for gpu-* sessions, e.g. "2.13.0+cu130"; default on a CUDA host:
 the pin's version without +cpu, i.e. PyPI's CUDA build, checked after install),
 MCORE_COMPAT_GPU_FORCE=1 (run gpu-* sessions without CUDA; they skip before installing otherwise),
 MCORE_COMPAT_GATE_PROJECT=PATH (the gate session first runs the surface gate on PATH, e.g. ".").
+
+CPU sessions may run side by side: `nox -j 2 -t cpu` (output is then printed per session when it ends).
 
 Every session is a default session so that `nox -l --json` lists them all (nox lists only selected
 sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
@@ -28,6 +34,8 @@ sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -65,7 +73,7 @@ def _require_uv() -> None:
     if not nox.virtualenv.HAS_UV:
         raise SystemExit(
             "noxfile.py: uv was not found (neither next to nox's Python nor on PATH). It is listed in this "
-            "noxfile's script block, so `nox` from `python3 -m pip install nox` installs it; otherwise run "
+            "noxfile's script block, so `nox` from `python3 -m pip install \"nox[uv]\"` installs it; otherwise run "
             "`python3 -m pip install uv`. Refusing to fall back to virtualenv+pip.")
 
 
@@ -144,31 +152,46 @@ _require_uv()  # at import: nox creates the venv (and would fall back) before an
 
 
 # ----------------------------------------------------------------------------------------- pytest
-def _test_env(workers: str) -> dict[str, str | None]:
+# What each kind of session runs. Registry-only tests run once (unit); what depends on the installed
+# megatron-core (marker `megatron`: contract, real DDP) runs on every pin, so a new megatron-marked test
+# anywhere under tests/ joins every pin session by itself. gpu-marked tests always skip on the pins' +cpu
+# torch, so they run only in gpu-<v>. tests/unit/test_sessions.py checks that every test lands somewhere.
+SELECTION = {
+    "unit": ["tests", "-m", "not megatron"],
+    "pin": ["tests", "-m", "megatron and not gpu"],
+    "gpu": ["tests", "-m", "gpu"],
+}
+WORKERS = {"unit": "auto", "pin": "0", "gpu": "0"}  # MCORE_COMPAT_WORKERS overrides
+
+
+def _test_env() -> dict[str, str | None]:
     # PYTHONDONTWRITEBYTECODE=1 in this environment makes every `import torch, megatron.core` cost 23 s
     # of CPU instead of 9 s; uv does not byte-compile, so let the first import write the .pyc files.
-    env: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
-    if workers != "0":
-        env["OMP_NUM_THREADS"] = "1"  # 2 xdist workers x 2 torch threads oversubscribe 2 cores
-        env["MKL_NUM_THREADS"] = "1"
-    return env
+    # One thread per process: the tests are tiny, and xdist workers, DDP ranks and parallel sessions
+    # already use every core.
+    return {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def run_pytest(session: nox.Session, *selection: str, all_skipped_ok: bool = False,
+def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: bool = False,
                extra_env: dict[str, str] | None = None) -> None:
-    """Run pytest and make "ran no tests" loud: exit 5 (nothing collected) and an all-skipped run fail
-    the session with a message saying so, except where ``all_skipped_ok`` (gpu sessions without CUDA)
+    """Run SELECTION[kind] and make "ran no tests" loud: exit 5 (nothing collected) and an all-skipped run
+    fail the session with a message saying so, except where ``all_skipped_ok`` (gpu sessions without CUDA)
     turns them into a visible nox "skipped"."""
-    workers = os.environ.get("MCORE_COMPAT_WORKERS", "auto")
+    selection = [*SELECTION[kind], *extra]
+    if any(Path(a.split("::")[0]).exists() for a in session.posargs if not a.startswith("-")):
+        selection.remove("tests")  # `nox -s unit -- tests/unit/test_fetch.py`: only what was named
+    workers = os.environ.get("MCORE_COMPAT_WORKERS", WORKERS[kind])
     junit = Path(session.create_tmp()) / "junit.xml"
     if junit.exists():
         junit.unlink()
     args = ["pytest", *selection, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
     if workers != "0":
         args += ["-n", workers]
+        if kind != "unit":  # one worker per file: a module fixture (the DDP spawn) must not run on every worker
+            args += ["--dist", "loadfile"]
     args += session.posargs
     try:
-        done = session.run(*args, env={**_test_env(workers), **(extra_env or {})})
+        done = session.run(*args, env={**_test_env(), **(extra_env or {})})
     except nox.command.CommandFailed as exc:
         if exc.return_code != 5:
             raise
@@ -197,17 +220,45 @@ def run_pytest(session: nox.Session, *selection: str, all_skipped_ok: bool = Fal
 
 
 # --------------------------------------------------------------------------------------- sessions
-@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["cpu", "unit", "py311"])
+@nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["cpu", "unit", "py311"], allow_parallel=True)
 def unit(session: nox.Session) -> None:
-    """Registry-only unit tests: no torch, no megatron-core."""
+    """Registry-only tests (everything not marked megatron): no torch, no megatron-core."""
     _require_uv()
     uv_install(session, *TEST_DEPS)
+    # A real (non-editable) install: this session also tests the packaging (subpackages, data files).
     uv_install(session, "--reinstall-package", "mcore-compat", ".")
-    run_pytest(session, "tests/unit")
+    run_pytest(session, "unit")
+
+
+def _editable_install_of_this_checkout(session: nox.Session) -> bool:
+    site = Path(session.virtualenv.location).glob("lib/python*/site-packages/mcore_compat-*.dist-info/direct_url.json")
+    for record in site:
+        try:
+            info = json.loads(record.read_text())
+        except (OSError, ValueError):
+            return False
+        return info.get("url") == ROOT.as_uri() and info.get("dir_info", {}).get("editable") is True
+    return False
+
+
+def install_checkout_editable(session: nox.Session) -> None:
+    """This checkout, editable: the tests see the working tree, so a reused venv needs no reinstall unless
+    pyproject.toml changed (`uv pip install -e .` rebuilds on every call, 1.5-3 s). The unit session
+    installs the real wheel and so tests the packaging."""
+    stamp = Path(session.virtualenv.location) / ".mcore-compat-editable"
+    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if _editable_install_of_this_checkout(session) and stamp.is_file() and stamp.read_text() == key:
+        session.log("mcore-compat: editable install of this checkout, pyproject.toml unchanged: not reinstalled")
+        return
+    uv_install(session, "-e", ".")
+    if _editable_install_of_this_checkout(session):  # not after `nox --no-install`, which installs nothing
+        stamp.write_text(key)
 
 
 def install_pin(session: nox.Session, pin, *, torch: str) -> None:
-    """torch + megatron-core per the pin's recipe + test deps + this repo, then check it imports."""
+    """torch + megatron-core per the pin's recipe + test deps + this repo (editable). On a reused venv each
+    step is a quick uv check. Whether megatron imports is checked by tests/conftest.py inside pytest, which
+    imports it anyway (a separate `python -c` check cost a second torch + megatron import per session)."""
     _require_uv()
     base = [f"torch=={torch}", *pin.extra, *TEST_DEPS]
     if pin.ignore_requires_python:
@@ -221,22 +272,17 @@ def install_pin(session: nox.Session, pin, *, torch: str) -> None:
                     "--ignore-requires-python", pin.megatron_requirement)
     elif pin.no_deps:
         uv_install(session, "--no-deps", pin.megatron_requirement)
-    uv_install(session, "--reinstall-package", "mcore-compat", ".")
-    # Fail here, not as a pile of skipped contract tests, if the recipe does not give an importable megatron.
-    check = ("import importlib.metadata as m, torch, megatron.core.distributed as d; "
-             f"v = m.version('megatron-core'); assert v == {pin.version!r}, v; "
-             "print('megatron-core', v, 'torch', torch.__version__, 'DDP config:', "
-             "d.DistributedDataParallelConfig.__module__)")
-    session.run("python", "-c", check, env={"PYTHONDONTWRITEBYTECODE": None}, silent=False)
+    install_checkout_editable(session)
 
 
 def make_cpu_session(pin):
     def session_fn(session: nox.Session) -> None:
         install_pin(session, pin, torch=pin.torch)
         # Tests may use this to fail (not skip) when the megatron-core they see is not the pinned one.
-        run_pytest(session, "tests", extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
+        run_pytest(session, "pin", extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
 
-    session_fn.__doc__ = f"megatron-core {pin.version} on torch {pin.torch}: pytest tests. {pin.note}"
+    session_fn.__doc__ = (f"megatron-core {pin.version} on torch {pin.torch}: the megatron-marked tests "
+                          f"(contract, real DDP). {pin.note}")
     session_fn.__name__ = f"mcore_{pin.version.replace('.', '_')}"
     return session_fn
 
@@ -255,7 +301,7 @@ def make_gpu_session(pin):
                         "torch.version.cuda, 'available', torch.cuda.is_available()); "
                         "sys.exit(0 if torch.version.cuda else 'torch is a CPU build on a CUDA host: set "
                         "MCORE_COMPAT_TORCH_GPU, e.g. 2.13.0+cu130')")
-        run_pytest(session, "tests", "-m", "gpu", all_skipped_ok=not HAS_CUDA,
+        run_pytest(session, "gpu", all_skipped_ok=not HAS_CUDA,
                    extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
 
     session_fn.__doc__ = f"megatron-core {pin.version}: pytest tests -m gpu (skipped without CUDA). {pin.note}"
@@ -264,7 +310,7 @@ def make_gpu_session(pin):
 
 
 for _pin in PINS:
-    nox.session(name=f"mcore-{_pin.version}", python=_pin.python, venv_backend="uv",
+    nox.session(name=f"mcore-{_pin.version}", python=_pin.python, venv_backend="uv", allow_parallel=True,
                 tags=_pin.all_tags(kind="cpu"))(make_cpu_session(_pin))
     nox.session(name=f"gpu-{_pin.version}", python=_pin.python, venv_backend="uv",
                 tags=_pin.all_tags(kind="gpu"))(make_gpu_session(_pin))

@@ -1,7 +1,7 @@
 """Wall time of `python -m compat gate megatron-core==0.19.2`: cold (empty download cache) and warm.
 
 The cache is redirected with MCORE_COMPAT_CACHE to a fresh temp dir, so the cold run really downloads the
-~2.5 MB wheel with pip; warm runs find it in that cache. Writes benchmarks/results/gate_time.json.
+~2.5 MB wheel (compat.fetch, standard library); warm runs find it in that cache. Writes benchmarks/results/gate_time.json.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from compat import fetch  # noqa: E402
 CANDIDATE = "megatron-core==0.19.2"
 OUT = ROOT / "benchmarks" / "results" / "gate_time.json"
 
@@ -32,6 +34,7 @@ def timed(cache: Path) -> tuple[float, int]:
 
 
 def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
+    load_before = [round(x, 2) for x in os.getloadavg()]
     cold, warm, codes = [], [], set()
     for _ in range(cold_runs):
         with tempfile.TemporaryDirectory(prefix="gate-cold-") as tmp:
@@ -50,9 +53,11 @@ def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
         "cold_s": {"runs": [round(s, 3) for s in cold], "median": round(statistics.median(cold), 3)},
         "warm_s": {"runs": [round(s, 3) for s in warm], "median": round(statistics.median(warm), 3)},
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "index": os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple"),
+        "index": fetch.index_url(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (pip download)",
+        "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "bytecode": "as the environment has it (PYTHONDONTWRITEBYTECODE=%s)" % os.environ.get("PYTHONDONTWRITEBYTECODE"),
+        "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (download from the index)",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

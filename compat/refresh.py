@@ -1,78 +1,35 @@
-"""Build ``data/registry.json`` from the real release wheels: list, ``pip download --no-deps``, extract with ast."""
+"""Build ``data/registry.json`` from the real release files: list the index, download (``compat.fetch``), extract with ast."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from . import snapshots
+from . import fetch, snapshots
 from . import version as _v
 from .errors import CandidateError
 from .extract import extract_candidate
+from .fsutil import atomic_write_text
 
 PACKAGE = "megatron-core"
 FIRST_WITH_CONFIG = "0.7.0"
-DEFAULT_INDEX = "https://pypi.org/simple"
-CACHE_DIR = Path(os.environ.get("MCORE_COMPAT_CACHE", Path.home() / ".cache" / "mcore-compat")) / "wheels"
-
-
-def index_url() -> str:
-    return os.environ.get("PIP_INDEX_URL", DEFAULT_INDEX).rstrip("/")
+DEFAULT_INDEX = fetch.DEFAULT_INDEX
+index_url = fetch.index_url
 
 
 def list_releases(index: str | None = None, timeout: float = 30.0) -> dict[str, bool]:
-    """Final releases >= 0.7.0 on the index, mapped to whether they are yanked (PEP 691 JSON)."""
-    url = f"{index or index_url()}/{PACKAGE}/"
-    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            payload = json.load(response)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise CandidateError(f"cannot list {PACKAGE} releases from {url}: {exc}") from None
+    """Final releases >= 0.7.0 on the index, mapped to whether they are yanked (every file yanked)."""
     yanked: dict[str, bool] = {}
-    for file in payload.get("files", []):
-        ver = _v.version_from_filename(file["filename"])
-        if ver is None:
+    for file in fetch.project_files(PACKAGE, index, timeout=timeout):
+        parsed = _v.parse(file.version)
+        if parsed.is_prerelease or parsed.is_devrelease or not _v.at_least(parsed, FIRST_WITH_CONFIG):
             continue
-        parsed = _v.parse(ver)
-        if parsed.is_prerelease or parsed.is_devrelease or parsed < _v.parse(FIRST_WITH_CONFIG):
-            continue
-        yanked[str(parsed)] = yanked.get(str(parsed), True) and bool(file.get("yanked"))
+        yanked[file.version] = yanked.get(file.version, True) and file.yanked
     return dict(sorted(yanked.items(), key=lambda kv: _v.parse(kv[0])))
 
 
-def download(version: str, dest: Path = CACHE_DIR, timeout: float = 300.0,
-             python_version: str | None = None) -> Path:
-    """The wheel for ``version`` (downloaded once into the cache). 0.17+ only ship wheels tagged for Python 3.12.
-
-    ``python_version`` asks pip for wheels of that interpreter (default: 3.12 from 0.17.0 on, else this one).
-    """
-    dest.mkdir(parents=True, exist_ok=True)
-    cached = _find_wheel(dest, version)
-    if cached:
-        return cached
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(dest)]
-    python_version = python_version or ("3.12" if _v.at_least(version, "0.17.0") else None)
-    if python_version:
-        cmd += ["--python-version", python_version]
-    try:
-        proc = subprocess.run(cmd + [f"{PACKAGE}=={version}"], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise CandidateError(f"pip download of {PACKAGE}=={version} timed out after {timeout:.0f}s") from None
-    found = _find_wheel(dest, version)
-    if proc.returncode != 0 or found is None:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise CandidateError(f"pip download of {PACKAGE}=={version} failed: {tail[0]}")
-    return found
-
-
-def _find_wheel(dest: Path, version: str) -> Path | None:
-    hits = sorted(dest.glob(f"megatron_core-{version}-*.whl"))
-    return hits[0] if hits else None
+def download(version: str, dest: Path | None = None, timeout: float = 300.0) -> Path:
+    """A wheel (else the sdist) of ``version`` in ``dest`` (default: the cache, ``compat.fetch.cache_dir()``),
+    downloaded once, sha256-checked. Any platform's wheel will do: the config files are pure Python."""
+    return fetch.download(PACKAGE, version, dest, timeout=timeout)
 
 
 def build_registry(wheels: dict[str, tuple[Path, bool]]) -> dict:
@@ -104,7 +61,5 @@ def refresh(out: Path, versions: dict[str, bool] | None = None, log=print) -> di
         wheels[version] = (download(version), yanked)
         log(f"{version}: {wheels[version][0].name}{' (yanked)' if yanked else ''}")
     registry = build_registry(wheels)
-    from .fsutil import atomic_write_text
-
     atomic_write_text(out, dumps(registry))
     return registry

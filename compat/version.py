@@ -1,7 +1,6 @@
 """The one place that parses and compares megatron-core versions (always with ``packaging.version``)."""
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import re
 import sys
@@ -33,6 +32,11 @@ def parse(text) -> Version:
         return Version(text)
     except ValueError:  # InvalidVersion, or an integer conversion packaging does not expect to fail
         raise VersionError(f"megatron-core version {_shown(text)} does not parse as a PEP 440 version") from None
+
+
+def same(a, b) -> bool:
+    """Equal as versions ("0.20" is "0.20.0")."""
+    return parse(a) == parse(b)
 
 
 def at_least(version, minimum) -> bool:
@@ -81,6 +85,8 @@ def _read_package_info(path: Path) -> str | None:
 
 def installed_version() -> str | None:
     """The installed megatron-core version, from its distribution metadata or its package_info.py."""
+    import importlib.metadata  # ~10 ms: only callers that ask for the installed build pay it
+
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

@@ -8,6 +8,18 @@ settings.register_profile("full", max_examples=3000, deadline=None, suppress_hea
 settings.register_profile("quick", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "full"))
 
+UNMARKED_INDEX = "http://127.0.0.1:9/not-a-network-test"  # nothing listens on port 9: a download fails at once
+
+
+@pytest.fixture(autouse=True)
+def _index_only_for_network_tests(request, monkeypatch, tmp_path_factory):
+    """A test that needs the package index must be marked ``network``. Every other test sees an empty download
+    cache and an index that refuses connections, so an unmarked download fails here instead of passing on a
+    warm ~/.cache (subprocesses inherit the environment)."""
+    if request.node.get_closest_marker("network") is None:
+        monkeypatch.setenv("MCORE_COMPAT_INDEX_URL", UNMARKED_INDEX)
+        monkeypatch.setenv("MCORE_COMPAT_CACHE", str(tmp_path_factory.mktemp("empty-cache")))
+
 
 def megatron_core_installed() -> bool:
     """True if torch and megatron.core are importable; checked without importing either."""
@@ -15,6 +27,36 @@ def megatron_core_installed() -> bool:
         return False
     locations = importlib.util.find_spec("megatron").submodule_search_locations or []
     return any(os.path.isdir(os.path.join(loc, "core")) for loc in locations)
+
+
+def _import_megatron_or_fail(expected: str) -> None:
+    """A pin session fails here, with the reason, when its recipe gives a megatron-core that does not import
+    (the contract tests import it in this process anyway, so this costs nothing extra)."""
+    try:
+        import megatron.core.distributed  # noqa: F401
+    except Exception as exc:  # any import-time failure of the recipe (missing module, pkg_resources, triton)
+        raise pytest.UsageError(f"megatron-core {expected} is installed but `import megatron.core.distributed` "
+                                f"fails: {type(exc).__name__}: {exc}") from None
+
+
+def pytest_report_header(config):
+    """Which megatron-core and torch this run sees (from distribution metadata: nothing is imported)."""
+    import importlib.metadata
+
+    found = []
+    for dist in ("megatron-core", "torch"):
+        try:
+            found.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{dist} not installed")
+    return ", ".join(found)
+
+
+@pytest.hookimpl(trylast=True)  # after tests/integration/conftest.py has started the DDP ranks
+def pytest_collection_finish(session):
+    expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")
+    if expected and any("megatron" in item.keywords for item in session.items):
+        _import_megatron_or_fail(expected)
 
 
 def pytest_collection_modifyitems(config, items):

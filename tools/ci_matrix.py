@@ -49,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
             text = fh.read()
     else:
         text = subprocess.run(["nox", "-l", "--json"], check=True, capture_output=True, text=True).stdout
-    sessions = json.loads(text)
+    try:
+        sessions = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # e.g. plain `nox` (no uv next to it) prints pip's install log on stdout before the JSON
+        print(f"ci_matrix: `nox -l --json` output is not JSON ({exc}); it starts with {text[:120]!r}. "
+              'Install nox with uv: python -m pip install "nox[uv]"', file=sys.stderr)
+        return 1
     if not sessions:
         print("ci_matrix: nox listed no sessions", file=sys.stderr)
         return 1

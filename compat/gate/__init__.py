@@ -14,7 +14,7 @@ Modules: ``candidate`` (find and read a candidate), ``diff`` (classify config ch
 surface gate).
 """
 from ..errors import CandidateError  # noqa: F401  (re-exported for callers of the gate)
-from .candidate import FALLBACK_PYTHONS, GateUsageError, fetch_release, locate, read_candidate  # noqa: F401
+from .candidate import GateUsageError, fetch_release, locate, read_candidate  # noqa: F401
 from .core import DEFAULT_REGISTRY, GateReport, compare, gate, load_registry, resolve_against  # noqa: F401
 from .accept import accept  # noqa: F401
 from .diff import BREAKING, DDP, DECISION, INFO, LEVELS, Change, shim_fields, type_key  # noqa: F401

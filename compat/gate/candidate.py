@@ -11,7 +11,6 @@ from .. import version as _v
 from ..errors import CandidateError, CompatError, VersionError
 from ..extract import extract_candidate
 
-FALLBACK_PYTHONS = ("3.12", "3.13", "3.14", "3.11", "3.10")  # wheel tags tried when the default finds none
 _NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
 _SPEC = re.compile(r"^\s*megatron[-_.]core\s*==\s*(\S+)\s*$", re.IGNORECASE)
 
@@ -65,21 +64,8 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
 
 
 def fetch_release(version: str, dest: Path | None = None) -> Path:
-    """``pip download --no-deps`` the release's wheel into the cache, for whichever Python tag it ships."""
-    kwargs = {"dest": dest} if dest else {}
-    try:
-        return refresh.download(version, **kwargs)
-    except CandidateError as first:
-        listed = refresh.list_releases()  # raises a clear error when the index is unreachable
-        if version not in listed:
-            raise CandidateError(f"{refresh.PACKAGE} {version} is not a final release on {refresh.index_url()} "
-                                 f"(newest: {_v.newest(listed) if listed else 'none'})") from None
-        for python in FALLBACK_PYTHONS:
-            try:
-                return refresh.download(version, python_version=python, **kwargs)
-            except CandidateError:
-                continue
-        raise first from None
+    """The release's wheel (any platform; else its sdist) from the index, through the download cache."""
+    return refresh.download(version, dest)
 
 
 def read_candidate(path: Path) -> dict:

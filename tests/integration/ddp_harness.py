@@ -1,6 +1,6 @@
 """Real megatron-core DistributedDataParallel + optimizer step in spawned ranks.
 
-The parent side (``run_cases``) imports neither torch nor megatron: it spawns
+The parent side (``start_cases`` / ``run_cases``) imports neither torch nor megatron: it spawns
 ``world_size`` ranks ONCE for a whole list of cases (importing megatron costs
 10-15 s per rank), rendezvous through a ``file://`` store in a fresh temp dir
 (no ports), waits with a timeout, kills any rank still alive, and returns each
@@ -59,20 +59,64 @@ def default_cases() -> list[dict]:
 # ----------------------------------------------------------------------------------------
 
 
-def run_cases(
+class DdpRun:
+    """Ranks started by ``start_cases``. ``wait()`` joins them (within the timeout, counted from the start)
+    and returns their results; ``stop()`` kills whatever still runs and removes the temp dir."""
+
+    def __init__(self, procs, tmp: tempfile.TemporaryDirectory, timeout: float, t0: float):
+        self.procs, self._tmp, self.timeout, self.t0 = procs, tmp, timeout, t0
+        self._results: dict | None = None
+
+    def wait(self) -> dict:
+        """``{"ranks": [rank0_dict, ...], "exitcodes": [...], "killed": [...], "wall_s": float}``; a rank
+        that crashed or timed out has ``{"rank": r, "error": "..."}`` instead of its results."""
+        if self._results is not None:
+            return self._results
+        deadline = self.t0 + self.timeout
+        for p in self.procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        killed = self._kill_alive()
+        ranks = []
+        for rank, p in enumerate(self.procs):
+            path = os.path.join(self._tmp.name, f"rank{rank}.json")
+            if os.path.exists(path):
+                with open(path) as fh:
+                    ranks.append(json.load(fh))
+            else:
+                why = "killed after timeout" if rank in killed else f"exit code {p.exitcode}"
+                ranks.append({"rank": rank, "error": f"rank {rank} wrote no result ({why})"})
+        self._results = {
+            "ranks": ranks,
+            "exitcodes": [p.exitcode for p in self.procs],
+            "killed": killed,
+            "wall_s": time.monotonic() - self.t0,
+        }
+        self._tmp.cleanup()
+        return self._results
+
+    def stop(self) -> None:
+        self._kill_alive()
+        self._tmp.cleanup()
+
+    def _kill_alive(self) -> list[int]:
+        killed = []
+        for rank, p in enumerate(self.procs):
+            if p.is_alive():  # a hung rank keeps pipes/stores open: never leave it behind
+                p.kill()
+                p.join(10)
+                killed.append(rank)
+        return killed
+
+
+def start_cases(
     cases: list[dict] | None = None,
     *,
     backend: str = "gloo",
     world_size: int = 2,
     timeout: float | None = None,
     mutation_trap: bool = True,
-) -> dict:
-    """Spawn ``world_size`` ranks once, run every case in each, return their results.
-
-    Returns ``{"ranks": [rank0_dict, rank1_dict, ...], "exitcodes": [...],
-    "killed": [...], "wall_s": float}``; a rank that crashed or timed out has
-    ``{"rank": r, "error": "..."}`` instead of its results.
-    """
+) -> DdpRun:
+    """Spawn ``world_size`` ranks that run every case, and return at once (see ``DdpRun``)."""
     import multiprocessing as mp
 
     cases = default_cases() if cases is None else cases
@@ -80,41 +124,23 @@ def run_cases(
         timeout = float(os.environ.get("MCORE_COMPAT_DDP_TIMEOUT", "420"))
     ctx = mp.get_context("spawn")
     t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mcore_ddp_") as tmp:
-        store = os.path.join(tmp, "store")
-        procs = []
-        for rank in range(world_size):
-            p = ctx.Process(
-                target=_worker,
-                args=(rank, world_size, backend, "file://" + store, cases, tmp, mutation_trap),
-                name=f"mcore-ddp-rank{rank}",
-            )
-            p.start()
-            procs.append(p)
-        deadline = time.monotonic() + timeout
-        for p in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-        killed = []
-        for rank, p in enumerate(procs):
-            if p.is_alive():  # a hung rank keeps pipes/stores open: never leave it behind
-                p.kill()
-                p.join(10)
-                killed.append(rank)
-        ranks = []
-        for rank, p in enumerate(procs):
-            path = os.path.join(tmp, f"rank{rank}.json")
-            if os.path.exists(path):
-                with open(path) as fh:
-                    ranks.append(json.load(fh))
-            else:
-                why = "killed after timeout" if rank in killed else f"exit code {p.exitcode}"
-                ranks.append({"rank": rank, "error": f"rank {rank} wrote no result ({why})"})
-        return {
-            "ranks": ranks,
-            "exitcodes": [p.exitcode for p in procs],
-            "killed": killed,
-            "wall_s": time.monotonic() - t0,
-        }
+    tmp = tempfile.TemporaryDirectory(prefix="mcore_ddp_")
+    store = os.path.join(tmp.name, "store")
+    procs = []
+    for rank in range(world_size):
+        p = ctx.Process(
+            target=_worker,
+            args=(rank, world_size, backend, "file://" + store, cases, tmp.name, mutation_trap),
+            name=f"mcore-ddp-rank{rank}",
+        )
+        p.start()
+        procs.append(p)
+    return DdpRun(procs, tmp, timeout, t0)
+
+
+def run_cases(cases: list[dict] | None = None, **kwargs) -> dict:
+    """Spawn the ranks once, run every case in each, return their results (``DdpRun.wait``)."""
+    return start_cases(cases, **kwargs).wait()
 
 
 # ----------------------------------------------------------------------------------------

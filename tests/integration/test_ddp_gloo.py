@@ -1,6 +1,7 @@
 """Real megatron-core DDP + optimizer step on CPU: gloo, 2 spawned ranks.
 
-One spawn per module (the ``ddp_run`` fixture) runs the 4 cases
+One spawn per module (started at the end of collection, see ``start_early``; else by the ``ddp_run``
+fixture) runs the 4 cases
 (use_distributed_optimizer x {resolver, inherited}) plus the config-mutation
 trap; the tests below only assert on the per-rank reports. The CPU patches in
 ``cpu_patches.py`` are applied inside the spawned ranks only.
@@ -29,9 +30,20 @@ CASE_IDS = [c["id"] for c in CASES]
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 
 
+_early = None  # the ranks, when tests/integration/conftest.py started them at the end of collection
+
+
+def start_early(config) -> None:
+    """Start the ranks now: their torch + megatron imports then overlap the rest of the session."""
+    global _early
+    _early = ddp_harness.start_cases(CASES, backend="gloo", world_size=WORLD_SIZE)
+    config.add_cleanup(_early.stop)  # -x, a failed import check or ^C: no rank is left behind
+
+
 @pytest.fixture(scope="module")
 def ddp_run():
-    results = ddp_harness.run_cases(CASES, backend="gloo", world_size=WORLD_SIZE)
+    run = _early or ddp_harness.start_cases(CASES, backend="gloo", world_size=WORLD_SIZE)
+    results = run.wait()
     report = os.environ.get("MCORE_COMPAT_DDP_REPORT")
     if report:  # raw per-rank results, e.g. for the reduce-bytes benchmark
         with open(report, "w") as fh:

@@ -112,3 +112,21 @@ def test_explain_from_a_json_file(tmp_path):
                          "--set", "lr=3e-4", "--json").stdout)
     assert out["kwargs"] == {"optimizer": "adam", "muon_nesterov": True, "lr": 3e-4}
     assert run("explain", "--from", str(tmp_path / "missing.json")).returncode == 2
+
+
+def test_import_loads_no_submodule_and_every_export_resolves():
+    code = ("import sys, compat; loaded = sorted(m for m in sys.modules if m.startswith('compat.')); "
+            "names = {n: getattr(compat, n).__module__ for n in compat.__all__}; "
+            "import compat.resolve; assert callable(compat.resolve), 'the submodule hid the function'; "
+            "import json; print(json.dumps([loaded, names]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    loaded, names = json.loads(proc.stdout)
+    assert loaded == []  # `import compat` alone: public names load on first use
+    import compat
+
+    assert set(names) == set(compat.__all__) and "resolve_ddp_overrides" in names and "CompatError" in names
+    assert all(module.startswith("compat.") for module in names.values())
+    assert set(compat.__all__) <= set(dir(compat))
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        compat.not_a_name  # noqa: B018

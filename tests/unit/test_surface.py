@@ -138,7 +138,7 @@ def make_project(root: Path, files: dict) -> Path:
 def releases(tmp_path, monkeypatch):
     """An isolated cache holding three synthetic releases; the index lists them (no network)."""
     wheels = tmp_path / "cache" / "wheels"
-    monkeypatch.setattr(refresh, "CACHE_DIR", wheels)
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(wheels.parent))
     paths = {"0.1.0": make_wheel(wheels, "0.1.0", BASE), "0.1.5": make_wheel(wheels, "0.1.5", MID),
              "0.2.0": make_wheel(wheels, "0.2.0", NEW)}
     monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})

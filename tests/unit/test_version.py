@@ -1,3 +1,5 @@
+import importlib.metadata
+
 import pytest
 
 from compat import UnsupportedVersionError, VersionError, resolve
@@ -59,11 +61,11 @@ def test_installed_version_from_a_source_tree(tmp_path, monkeypatch):
     info = tmp_path / "megatron" / "core" / "package_info.py"
     info.parent.mkdir(parents=True)
     info.write_text("MAJOR = 0\nMINOR = 19\nPATCH = 0\nPRE_RELEASE = 'rc0'\nVERSION = (MAJOR, MINOR, PATCH)\n")
-    monkeypatch.setattr(v.importlib.metadata, "version", _not_found)
+    monkeypatch.setattr(importlib.metadata, "version", _not_found)
     monkeypatch.delitem(v.sys.modules, "megatron.core.package_info", raising=False)  # imported by other tests
     monkeypatch.syspath_prepend(str(tmp_path))
     assert v.installed_version() == "0.19.0rc0"
 
 
 def _not_found(_name):
-    raise v.importlib.metadata.PackageNotFoundError(_name)
+    raise importlib.metadata.PackageNotFoundError(_name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,7 +34,7 @@ def _actionlint() -> str | None:
 def _real_nox_list() -> str:
     nox = shutil.which("nox")
     if nox is None:
-        pytest.skip("nox is not installed (python3 -m pip install nox); the recorded sample case still runs")
+        pytest.skip("nox is not installed (python3 -m pip install \"nox[uv]\"); the recorded sample case still runs")
     proc = subprocess.run([nox, "-l", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         pytest.fail(f"`nox -l --json` failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -113,3 +115,73 @@ def test_ci_matrix_rejects_empty_listing():
     proc = subprocess.run([sys.executable, str(CI_MATRIX), "-"], input="[]", capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1 and "no sessions" in proc.stderr
+
+
+# ------------------------------------------------------------------------------------ what the README installs
+README_TEST_LINE = re.compile(r"pip install ([^&]*)&& *(nox[^#`]*)")  # the form /work/shared/tools/fresh-check reads
+
+
+def readme_test_line() -> tuple[list[str], str]:
+    """(packages, command) of the README's first `python3 -m pip install ... && nox ...` line."""
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        m = README_TEST_LINE.search(line)
+        if m:
+            return shlex.split(m.group(1)), m.group(2).strip()
+    pytest.fail("README.md has no `python3 -m pip install ... && nox ...` line")
+
+
+def test_nox_spec_is_the_same_in_readme_ci_and_workflow(workflow):
+    packages, command = readme_test_line()
+    assert command == "nox -t cpu"
+    [spec] = packages
+    assert spec.startswith("nox[uv]"), "plain nox prints pip's install log on stdout in script mode"
+    ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.findall(r'pip install [^\n]*"(nox[^"]*)"', ci_run) == [spec]
+    assert workflow["env"]["NOX_SPEC"] == spec
+    installs = [s["run"] for job in workflow["jobs"].values() for s in job["steps"] if "pip install" in s.get("run", "")]
+    assert installs and all(run.strip() == 'python -m pip install "$NOX_SPEC"' for run in installs)
+
+
+def _clean_env(venv: Path) -> dict:
+    """The environment of a new shell with only the venv on PATH: nothing from an outer nox session or venv."""
+    drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "CONDA_PREFIX")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOX_") and k not in drop}
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    return env
+
+
+@pytest.mark.network
+def test_readme_install_gives_a_nox_whose_json_listing_feeds_ci_matrix(tmp_path):
+    """A venv with exactly what the README's test line installs; `nox -l --json` twice (script-mode env created,
+    then reused) prints only JSON, and tools/ci_matrix.py turns it into the workflow's matrices."""
+    packages, _ = readme_test_line()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = _clean_env(venv)
+    install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
+    envdir = tmp_path / "noxenvs"  # not the checkout's .nox: sessions may be running there
+    for attempt in ("first run", "reuse"):
+        proc = subprocess.run([str(venv / "bin" / "nox"), "-l", "--json", "--envdir", str(envdir)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"{attempt}: {proc.stderr[-3000:]}"
+        try:
+            sessions = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            pytest.fail(f"{attempt}: stdout is not only JSON; it starts with {proc.stdout[:300]!r}")
+        assert (envdir / "_nox_script_mode").is_dir()  # the noxfile's script block really was used
+        out = _github_output(proc.stdout)
+        cpu = [e["session"] for e in json.loads(out["cpu"])["include"]]
+        assert "unit" in cpu and any(s.startswith("mcore-") for s in cpu)
+        assert sorted(s["session"] for s in sessions) == sorted(
+            e["session"] for k in KEYS for e in json.loads(out[k])["include"])
+
+
+def test_ci_matrix_explains_output_that_is_not_json():
+    polluted = "Collecting nox>=2026.8.10\n  Downloading nox-2026.10.20-py3-none-any.whl\n" + SAMPLE.read_text()
+    proc = subprocess.run([sys.executable, str(CI_MATRIX), "-"], input=polluted, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "not JSON" in proc.stderr and "Collecting nox" in proc.stderr and 'nox[uv]' in proc.stderr
+    assert "Traceback" not in proc.stderr

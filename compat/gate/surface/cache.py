@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ... import refresh
+from ... import fetch
 from ... import version as _v
 from ...archive import MAX_ARCHIVE_BYTES, open_source, read_file
 from ...errors import CandidateError, CompatError
@@ -22,7 +22,7 @@ MAX_CACHE_BYTES = 64 << 20
 
 def cache_dir() -> Path:
     """Next to the wheel cache: ``$MCORE_COMPAT_CACHE/surface`` (default ``~/.cache/mcore-compat/surface``)."""
-    return Path(refresh.CACHE_DIR).parent / "surface"
+    return fetch.cache_dir().parent / "surface"
 
 
 def _entry_path(key: str) -> Path:
@@ -97,7 +97,7 @@ def model_for(path) -> dict:
 def cached_wheels() -> dict[str, Path]:
     """Release wheels already in the wheel cache, by version (nothing is downloaded)."""
     found: dict[str, Path] = {}
-    directory = Path(refresh.CACHE_DIR)
+    directory = fetch.cache_dir()
     if not directory.is_dir():
         return found
     for wheel in sorted(directory.glob("megatron_core-*.whl")):
