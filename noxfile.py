@@ -398,7 +398,7 @@ for _pin in CKPT_PINS:
     for _gpu in (False, True):
         _venv = not _gpu or HAS_CUDA or os.environ.get("MCORE_COMPAT_GPU_FORCE") == "1"  # no empty venv to skip in
         nox.session(name=f"{'gpu-' if _gpu else ''}ckpt-venv-{_pin.version}", python=_pin.python if _venv else None,
-                    venv_backend="uv" if _venv else "none", tags=["ckpt-venv"])(_ckpt_venv_session(_pin, gpu=_gpu))
+                    venv_backend="uv" if _venv else "none", tags=["ckpt-venv", "requirement"])(_ckpt_venv_session(_pin, gpu=_gpu))
 for _old, _new in zip(CKPT_PINS, CKPT_PINS[1:]):
     for _gpu in (False, True):
         _prefix = "gpu-" if _gpu else ""

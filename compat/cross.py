@@ -36,13 +36,18 @@ def normalize(value):
     return value
 
 
+def optimizer_get(cfg, name: str, default=None):
+    """Read a field from a Megatron OptimizerConfig, a dataclass, a dict or a .get()-style object."""
+    if isinstance(cfg, Mapping):
+        return cfg.get(name, default)
+    if dataclasses.is_dataclass(cfg) or not callable(getattr(cfg, "get", None)):
+        return getattr(cfg, name, default)
+    value = cfg.get(name, MISSING)
+    return getattr(cfg, name, default) if value is MISSING else value
+
+
 def _get(obj, name: str):
-    if isinstance(obj, Mapping):
-        return obj.get(name, MISSING)
-    if dataclasses.is_dataclass(obj) or not callable(getattr(obj, "get", None)):
-        return getattr(obj, name, MISSING)
-    value = obj.get(name, MISSING)
-    return getattr(obj, name, MISSING) if value is MISSING else value
+    return optimizer_get(obj, name, MISSING)
 
 
 def object_side(config: str, obj, names, defaults: dict | None = None) -> Side:

@@ -249,16 +249,7 @@ def describe_range(versions: list[str], among: list[str] | None = None) -> str:
         return "no release"
     if among is None:
         return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
-    wanted, runs, run = set(versions), [], []
-    for v in among:
-        if v in wanted:
-            run.append(v)
-        elif run:
-            runs.append(run)
-            run = []
-    if run:
-        runs.append(run)
-    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in _v.runs(versions, among))
 
 
 @lru_cache(maxsize=1)

@@ -1,11 +1,10 @@
 """The FP32-by-default rule for ``grad_reduce_in_fp32`` (verl PR #7485) and the Muon layer-wise layout rule."""
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from .dtypes import FP32, accepted_spellings, dtype_name
-from .cross import check_optimizer_config
+from .cross import check_optimizer_config, optimizer_get
 from .errors import ConstraintError, FieldTypeError
 
 GRAD_REDUCE = "grad_reduce_in_fp32"
@@ -22,16 +21,6 @@ RULE_FP32_LOCAL = ("param_name_patterns_for_fp32_local_accumulation is set: Mega
 RULE_MUON_LAYOUT = "muon with use_layer_wise_distributed_optimizer: LayerWiseDistributedOptimizer needs this layout"
 RULE_FOLLOW_LAYOUT = ("the optimizer config carries use_layer_wise_param_layout: DDP's must match it (the layer-wise "
                       "optimizer reads its own copy, the DDP buffers read DDP's)")
-
-
-def optimizer_get(cfg, name: str, default=None):
-    """Read a field from a Megatron OptimizerConfig, a dataclass, a dict or a .get()-style object."""
-    if isinstance(cfg, Mapping):
-        return cfg.get(name, default)
-    if dataclasses.is_dataclass(cfg) or not callable(getattr(cfg, "get", None)):
-        return getattr(cfg, name, default)
-    value = cfg.get(name, _MISSING)
-    return getattr(cfg, name, default) if value is _MISSING else value
 
 
 def main_grads_dtype(optimizer_config) -> str:

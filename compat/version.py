@@ -132,3 +132,17 @@ def is_newer(a, b) -> bool:
 
 def sorted_versions(versions) -> list[str]:
     return sorted(versions, key=parse)
+
+
+def runs(versions, among) -> list[list[str]]:
+    """Contiguous runs of ``versions`` within ``among`` (every known version, sorted): gaps split a run."""
+    wanted, out, run = set(versions), [], []
+    for v in among:
+        if v in wanted:
+            run.append(v)
+        elif run:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return out

@@ -6,7 +6,8 @@ Prints ``key=value`` lines for $GITHUB_OUTPUT: ``cpu``, ``gpu`` and ``scheduled`
 ``{"include": [{"session": ...}, ...]}`` matrices, and ``has_cpu`` / ``has_gpu`` / ``has_scheduled``
 say whether each is non-empty (a job with an empty matrix fails, so the workflow skips it).
 Every session lands in exactly one matrix: tag ``gate`` (or name ``gate``) -> scheduled (weekly cron),
-tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), anything else -> cpu (ubuntu-latest).
+tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), anything else -> cpu (ubuntu-latest); a session tagged
+``requirement`` is in none: it runs inside the job of the session that requires it.
 Standard library only: it runs before anything is installed.
 """
 from __future__ import annotations
@@ -15,9 +16,15 @@ import json
 import subprocess
 import sys
 
+REQUIREMENT_TAG = "requirement"
 
-def classify(session: dict) -> str:
+
+def classify(session: dict) -> str | None:
+    """The matrix a session runs in; None for a session that only runs as another's requirement (nox
+    ``requires=``: a checkpoint-lane venv is built inside the pair job that needs it)."""
     name, tags = session["session"], set(session.get("tags") or ())
+    if REQUIREMENT_TAG in tags:
+        return None
     if name == "gate" or "gate" in tags:
         return "scheduled"
     if name.startswith("gpu-") or "gpu" in tags:
@@ -28,7 +35,9 @@ def classify(session: dict) -> str:
 def matrices(sessions: list[dict]) -> dict[str, dict]:
     out: dict[str, dict] = {"cpu": {"include": []}, "gpu": {"include": []}, "scheduled": {"include": []}}
     for s in sessions:  # "session" is unique: parametrized ones read name(param=...)
-        out[classify(s)]["include"].append({"session": s["session"]})
+        kind = classify(s)
+        if kind is not None:
+            out[kind]["include"].append({"session": s["session"]})
     return out
 
 

@@ -72,17 +72,20 @@ def test_matrices_cover_exactly_the_nox_sessions(source):
     for k in KEYS:
         assert out[f"has_{k}"] == ("true" if matrices[k] else "false")
 
+    required = [s["session"] for s in json.loads(nox_json) if "requirement" in (s.get("tags") or ())]
     placed = [s for k in KEYS for s in matrices[k]]
-    assert sorted(placed) == sorted(sessions), "every session must be in exactly one matrix"
-    assert len(placed) == len(set(placed))
-    assert matrices["gpu"] == [s for s in sessions if s.startswith("gpu-")]
+    assert sorted(placed + required) == sorted(sessions), "every session but a requirement in exactly one matrix"
+    assert len(placed) == len(set(placed)) and not set(placed) & set(required)
+    assert matrices["gpu"] == [s for s in sessions if s.startswith("gpu-") and s not in required]
     assert matrices["scheduled"] == ["gate"]
     assert "unit" in matrices["cpu"]
-    assert all(s == "unit" or s.startswith("mcore-") for s in matrices["cpu"]), matrices["cpu"]
-    if source == "real":  # every pin of matrix.yaml has its CPU and GPU job
+    assert all(s == "unit" or s.startswith(("mcore-", "ckpt-")) for s in matrices["cpu"]), matrices["cpu"]
+    if source == "real":  # every pin of matrix.yaml has its CPU and GPU job; the lane's venvs are requirements
         pins = [p["version"] for p in yaml.safe_load((ROOT / "matrix.yaml").read_text())["pins"]]
         assert {f"mcore-{v}" for v in pins} <= set(matrices["cpu"])
-        assert [f"gpu-{v}" for v in pins] == matrices["gpu"]
+        assert [f"gpu-{v}" for v in pins] == [s for s in matrices["gpu"] if not s.startswith("gpu-ckpt-")]
+        assert required and all(s.startswith(("ckpt-venv-", "gpu-ckpt-venv-")) for s in required)
+        assert any(s.startswith("ckpt-") for s in matrices["cpu"])
 
 
 def test_workflow_wires_the_matrices(workflow):
@@ -174,7 +177,7 @@ def test_readme_install_gives_a_nox_whose_json_listing_feeds_ci_matrix(tmp_path)
         out = _github_output(proc.stdout)
         cpu = [e["session"] for e in json.loads(out["cpu"])["include"]]
         assert "unit" in cpu and any(s.startswith("mcore-") for s in cpu)
-        assert sorted(s["session"] for s in sessions) == sorted(
+        assert sorted(s["session"] for s in sessions if "requirement" not in s["tags"]) == sorted(
             e["session"] for k in KEYS for e in json.loads(out[k])["include"])
 
 

@@ -277,13 +277,4 @@ def _blocks(failing: str, name: str) -> bool:
 
 def _ranges(present: list, ordered: list) -> list[str]:
     """Contiguous runs of ``present`` in ``ordered``: ["0.7.0..0.16.1", "0.19.2"]."""
-    runs, run = [], []
-    for v in ordered:
-        if v in present:
-            run.append(v)
-        elif run:
-            runs.append(run)
-            run = []
-    if run:
-        runs.append(run)
-    return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs]
+    return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in _v.runs(present, ordered)]
