@@ -52,7 +52,7 @@ def pytest_report_header(config):
     return ", ".join(found)
 
 
-@pytest.hookimpl(trylast=True)  # after tests/integration/conftest.py has started the DDP ranks
+@pytest.hookimpl(tryfirst=True)  # before tests/integration/conftest.py starts the DDP ranks: they fork from here
 def pytest_collection_finish(session):
     expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")
     if expected and any("megatron" in item.keywords for item in session.items):

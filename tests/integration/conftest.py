@@ -1,8 +1,8 @@
 """Start slow, independent work at the end of collection: a selected test module that defines
 ``start_early(config)`` gets it called once, before any test runs.
 
-The gloo DDP test uses it to spawn its ranks, so that their torch + megatron imports (the bulk of a pin
-session) overlap this process's own megatron import and the contract tests instead of following them.
+The gloo DDP test uses it to start its ranks, forked after this process imported megatron (tests/conftest.py),
+so that they inherit that import and run beside the contract tests instead of after them.
 Not under xdist (every worker collects every module, so each would start the work) and not for a
 collect-only run or skipped tests (no megatron-core installed).
 """
@@ -13,7 +13,7 @@ import os
 import pytest
 
 
-@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py imports megatron in this process
+@pytest.hookimpl(trylast=True)  # after tests/conftest.py imported megatron here: the ranks fork with it loaded
 def pytest_collection_finish(session):
     if session.config.option.collectonly or os.environ.get("PYTEST_XDIST_WORKER"):
         return

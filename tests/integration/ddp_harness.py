@@ -1,14 +1,15 @@
 """Real megatron-core DistributedDataParallel + optimizer step in spawned ranks.
 
-The parent side (``start_cases`` / ``run_cases``) imports neither torch nor megatron: it spawns
-``world_size`` ranks ONCE for a whole list of cases (importing megatron costs
-10-15 s per rank), rendezvous through a ``file://`` store in a fresh temp dir
+The parent side (``start_cases`` / ``run_cases``) starts ``world_size`` ranks ONCE for a whole list of cases
+(importing megatron costs 4-15 s of CPU per process): forked when the parent has already imported megatron on
+CPU (a pin session's import check does; the ranks then inherit it), else spawned. They rendezvous through a
+``file://`` store in a fresh temp dir
 (no ports), waits with a timeout, kills any rank still alive, and returns each
 rank's results as plain JSON-able dicts (read back from per-rank JSON files).
 
-The worker side (``_worker``) runs inside each spawned rank:
-  1. wraps the torch.distributed collectives (before megatron is imported, so
-     module-level aliases such as ``dist_reduce_scatter_func`` bind the wrapper),
+The worker side (``_worker``) runs inside each rank:
+  1. wraps the torch.distributed collectives (and rebinds megatron's module-level
+     aliases such as ``dist_reduce_scatter_func`` that a forked rank inherited),
   2. on gloo/CPU applies ``cpu_patches.apply`` (never on a GPU backend),
   3. ``initialize_model_parallel(1, 1)`` once, then per case: a bf16 3x
      Linear(64,64) MegatronModule -> DistributedDataParallel -> forward/backward
@@ -122,7 +123,7 @@ def start_cases(
     cases = default_cases() if cases is None else cases
     if timeout is None:
         timeout = float(os.environ.get("MCORE_COMPAT_DDP_TIMEOUT", "420"))
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context(_start_method(backend))
     t0 = time.monotonic()
     tmp = tempfile.TemporaryDirectory(prefix="mcore_ddp_")
     store = os.path.join(tmp.name, "store")
@@ -136,6 +137,19 @@ def start_cases(
         p.start()
         procs.append(p)
     return DdpRun(procs, tmp, timeout, t0)
+
+
+def _start_method(backend: str) -> str:
+    """fork when this process has already imported megatron (a pin session's import check does) and the ranks
+    run on CPU: they inherit the import instead of each paying torch + megatron again (~4 s of CPU apiece).
+    Otherwise spawn: nccl needs it (CUDA cannot be forked), and a parent without megatron gains nothing."""
+    import multiprocessing as mp
+
+    torch = sys.modules.get("torch")
+    if (backend == "gloo" and "megatron.core" in sys.modules and "fork" in mp.get_all_start_methods()
+            and not (torch is not None and torch.cuda.is_initialized())):
+        return "fork"
+    return "spawn"
 
 
 def run_cases(cases: list[dict] | None = None, **kwargs) -> dict:
@@ -187,6 +201,13 @@ def _wrap_collectives():
         wrapper.__name__ = name
         wrapper.__wrapped__ = orig
         setattr(dist, name, wrapper)
+        # A forked rank inherits megatron modules imported before this wrap: rebind their module-level aliases
+        # (``dist_reduce_scatter_func = torch.distributed.reduce_scatter_tensor``) to the wrapper too.
+        for module_name, module in list(sys.modules.items()):
+            if module_name.startswith("megatron") and module is not None:
+                for attr, value in list(vars(module).items()):
+                    if value is orig:
+                        setattr(module, attr, wrapper)
 
     wrap("all_reduce", "tensor")
     wrap("reduce_scatter_tensor", "input")

@@ -1,12 +1,10 @@
-"""Real megatron-core DDP + optimizer step on CPU: gloo, 2 spawned ranks.
+"""Real megatron-core DDP + optimizer step on CPU: gloo, 2 ranks.
 
-One spawn per module (started at the end of collection, see ``start_early``; else by the ``ddp_run``
-fixture) runs the 4 cases
-(use_distributed_optimizer x {resolver, inherited}) plus the config-mutation
-trap; the tests below only assert on the per-rank reports. The CPU patches in
-``cpu_patches.py`` are applied inside the spawned ranks only.
-
-Parent process: imports neither torch nor megatron.
+One start per module (at the end of collection, see ``start_early``; else by the ``ddp_run`` fixture) runs
+the 4 cases (use_distributed_optimizer x {resolver, inherited}) plus the config-mutation trap; the tests below
+only assert on the per-rank reports. In a pin session the ranks are forked after this process imported
+megatron (tests/conftest.py), so they inherit that import; the CPU patches in ``cpu_patches.py`` are applied
+inside the ranks only, never here.
 """
 
 from __future__ import annotations
@@ -162,7 +160,7 @@ def test_ddp_mutates_its_config_but_build_ddp_config_returns_a_fresh_one(ddp_run
 
 
 def test_patches_only_in_workers(ddp_run):
-    """The CPU patches ran in the spawned ranks, never in this (parent) process."""
+    """The CPU patches ran in the ranks, never in this (parent) process."""
     assert "cpu_patches" not in sys.modules
     assert os.environ.get("MCORE_COMPAT_WORKER") != "1"
     for rank in ddp_run["ranks"]:
