@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .model import dotted
+from .model import dotted, statements
 
 TRY = "try/except"
 VERSION = "version check"
@@ -128,22 +128,10 @@ def suppress_catches(item: ast.withitem) -> set[str] | None:
     return None
 
 
-def _all_statements(body: list):
-    """Every statement, nested defs and classes included (expressions are not walked: this runs per file)."""
-    for stmt in body:
-        yield stmt
-        for attr in ("body", "orelse", "finalbody"):
-            yield from _all_statements(getattr(stmt, attr, None) or [])
-        for handler in getattr(stmt, "handlers", None) or []:
-            yield from _all_statements(handler.body)
-        for case in getattr(stmt, "cases", None) or []:
-            yield from _all_statements(case.body)
-
-
 def version_flags(tree: ast.Module) -> set[str]:
     """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``)."""
     flags = set()
-    for node in _all_statements(tree.body):
+    for node in statements(tree.body, into_defs=True):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
                 (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
             for target in node.targets:

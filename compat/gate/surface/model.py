@@ -313,18 +313,19 @@ def _dataclass_fields(node: ast.ClassDef, class_kw_only: bool) -> str:
     return ",".join(fields)
 
 
-def _statements(body: list):
-    """Every statement in a body, descending into compound statements but not into nested defs or classes."""
+def statements(body: list, *, into_defs: bool = False):
+    """Every statement in a body, descending into compound statements, and into nested defs and classes only with
+    ``into_defs`` (expressions are not walked: this runs per file)."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if not into_defs and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for attr in ("body", "orelse", "finalbody"):
-            yield from _statements(getattr(stmt, attr, None) or [])
+            yield from statements(getattr(stmt, attr, None) or [], into_defs=into_defs)
         for handler in getattr(stmt, "handlers", None) or []:
-            yield from _statements(handler.body)
+            yield from statements(handler.body, into_defs=into_defs)
         for case in getattr(stmt, "cases", None) or []:
-            yield from _statements(case.body)
+            yield from statements(case.body, into_defs=into_defs)
 
 
 def _instance_attributes(node: ast.ClassDef) -> set[str]:
@@ -334,7 +335,7 @@ def _instance_attributes(node: ast.ClassDef) -> set[str]:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
             continue
         self_name = item.args.args[0].arg
-        for sub in _statements(item.body):
+        for sub in statements(item.body):
             targets = sub.targets if isinstance(sub, ast.Assign) else (
                 [sub.target] if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else [])
             for t in targets:
