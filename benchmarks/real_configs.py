@@ -18,8 +18,9 @@ when a key exists only in MLATransformerConfig or the block recomputes ``mla_up_
 old name of one, nor a field of Megatron-LM main/dev) are wrapper-only: they are reported and not passed. Model
 blocks get their size from a checkpoint in the real stack (Bridge's AutoBridge, NeMo-RL and verl read the HF
 config), so the fields the block does not set among num_layers, hidden_size, num_attention_heads (and
-num_moe_experts under expert parallelism) are filled with a small skeleton consistent with the block's parallel
-sizes. Every refusal says whether a skeleton field or a field the block leaves to its default is involved: those
+num_moe_experts under expert parallelism; pipeline_model_parallel_size and pipeline_dtype when a block sets
+first/last-stage layer counts but no PP size, as verl's override blocks do) are filled with a small skeleton
+consistent with the block's parallel sizes. Every refusal says whether a skeleton field or a field the block leaves to its default is involved: those
 need the real base (checkpoint, the wrapper's mixed-precision settings) to judge.
 """
 from __future__ import annotations
@@ -39,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import compat  # noqa: E402
+from compat.annotations import parse  # noqa: E402
 from compat.canonical import canonical  # noqa: E402
 from compat.errors import (CompatError, ConstraintError, FieldTypeError, InvalidValueError,  # noqa: E402
                            UnsupportedFieldError)
@@ -54,10 +56,11 @@ PIN_VERSIONS = ["0.7.0", "0.8.0", "0.9.0", "0.10.0", "0.11.0", "0.12.3", "0.13.1
 
 # ------------------------------------------------------------------------------------------------ harvest
 def harvest(mirror: Path) -> dict:
+    import real_configs_bridge as bridge
     import real_configs_harvest as h
 
     out = {"projects": {}, "configs": [], "wrapper_defaults": [], "yaml_typing": []}
-    readers = {"NVIDIA-NeMo/Megatron-Bridge": h.harvest_bridge, "NVIDIA-NeMo/RL": h.harvest_nemo_rl,
+    readers = {"NVIDIA-NeMo/Megatron-Bridge": bridge.harvest_bridge, "NVIDIA-NeMo/RL": h.harvest_nemo_rl,
                "volcengine/verl": h.harvest_verl}
     for project, reader in readers.items():
         snap = h.Snapshot(mirror / project.replace("/", "+") / "repo", project)
@@ -67,7 +70,7 @@ def harvest(mirror: Path) -> dict:
                                     "seconds": round(time.perf_counter() - started, 2)}
         if project.endswith("Megatron-Bridge"):
             out["projects"][project]["interpreter"] = extra
-            out["wrapper_defaults"] = h.bridge_wrapper_defaults(snap)
+            out["wrapper_defaults"] = bridge.bridge_wrapper_defaults(snap)
         else:
             out["yaml_typing"] += [{"project": project, **n} for n in extra]
         out["configs"] += records
@@ -122,6 +125,10 @@ def skeleton(values: dict) -> dict:
 
     tp, pp, vpp = size("tensor_model_parallel_size"), size("pipeline_model_parallel_size"), \
         size("virtual_pipeline_model_parallel_size")
+    staged = [values.get(k) for k in ("num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage")]
+    extra = {}
+    if "pipeline_model_parallel_size" not in values and any(staged):  # verl: the engine config sets PP
+        pp = extra["pipeline_model_parallel_size"] = 1 + sum(1 for s in staged if s) + 1
     heads = values.get("num_attention_heads") or 8 * tp
     first, last = values.get("num_layers_in_first_pipeline_stage"), values.get("num_layers_in_last_pipeline_stage")
     middle = max(pp - (first is not None) - (last is not None), 0)
@@ -135,7 +142,27 @@ def skeleton(values: dict) -> dict:
     wanted = {"num_layers": layers, "hidden_size": 64 * heads, "num_attention_heads": heads}
     if size("expert_model_parallel_size") > 1:  # expert parallelism needs experts; the checkpoint has them
         wanted["num_moe_experts"] = 8 * size("expert_model_parallel_size")
-    return {k: v for k, v in wanted.items() if k not in values}
+    if extra:
+        wanted["pipeline_dtype"] = "bfloat16"  # what the wrapper's precision settings give a PP > 1 run
+    return {k: v for k, v in {**extra, **wanted}.items() if k not in values}
+
+
+def _dtype_value(config: str, name: str, value):
+    """A torch dtype the project passes ("torch.bfloat16") is given to the API by name where the field is a dtype;
+    elsewhere it stays the dtype object it is (a str marker here, the real object in the pin builds)."""
+    spec = _canon(config).fields.get(name)
+    if isinstance(value, str) and value.startswith("torch.") and spec is not None and \
+            "dtype" in parse(spec.annotation).kinds():
+        return value.removeprefix("torch.")
+    return value
+
+
+def live_values(values: dict) -> dict:
+    """The values as the project passes them: "torch.<dtype>" markers become torch dtypes (pin venvs only)."""
+    import torch
+
+    return {k: getattr(torch, v.removeprefix("torch.")) if isinstance(v, str) and v.startswith("torch.") and
+            hasattr(torch, v.removeprefix("torch.")) else v for k, v in values.items()}
 
 
 def distinct(configs: list) -> dict:
@@ -145,7 +172,7 @@ def distinct(configs: list) -> dict:
         if rec["kind"] not in ("model", "optimizer", "ddp"):
             continue
         m = map_block(rec)
-        values = {**m["fields"], **m["unreleased"]}
+        values = {k: _dtype_value(m["config"], k, v) for k, v in {**m["fields"], **m["unreleased"]}.items()}
         skel = skeleton(values) if m["config"] in ("transformer", "mla") else {}
         body = {"config": m["config"], "values": values, "skeleton": skel}
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=repr).encode()).hexdigest()[:16]
@@ -305,14 +332,16 @@ def run_build(entries: dict, cases: list) -> dict:
     started = time.perf_counter()
     for digest, entry in entries.items():
         key = entry["config"]
+        reg = _absent_or(resolve_one, entry, version)
         try:
             cls = build.megatron_class(key)
-        except CompatError:
-            out["entries"][digest] = {"outcome": "class_absent"}
+        except CompatError as exc:  # 0.7.0's optimizer module imports Apex; MLA starts at 0.10
+            out["entries"][digest] = {"outcome": "class_absent", "why": str(exc)[:200],
+                                      "registry_outcome": reg["outcome"],
+                                      "agrees_with_registry": reg["outcome"] == "class_absent"}
             continue
-        values = {**entry["values"], **entry["skeleton"]}
+        values = live_values({**entry["values"], **entry["skeleton"]})
         rec = _build_one(cls, key, values, entry, build, resolve, materialize)
-        reg = _absent_or(resolve_one, entry, version)
         rec["registry_outcome"] = reg["outcome"] if reg["outcome"] != "adapted" else "adapted"
         rec["agrees_with_registry"] = _same_verdict(rec, reg)
         out["entries"][digest] = rec
@@ -357,7 +386,7 @@ def _build_one(cls, key, values, entry, build, resolve, materialize) -> dict:
             obj = build.build_config(key, values)
         except CompatError as exc:
             rec = error_record(exc, entry["skeleton"], entry["values"])
-            rec["raw_class"] = _raw_class_verdict(cls, key, values, exc, build, resolve, materialize)
+            rec["raw_class"] = _raw_class_verdict(cls, key, values, entry, exc, build, resolve, materialize)
             return rec
         except Exception as exc:  # the real class refused what the pre-check let through
             rec = error_record(exc, entry["skeleton"], entry["values"])
@@ -365,7 +394,7 @@ def _build_one(cls, key, values, entry, build, resolve, materialize) -> dict:
             return rec
     schema = build.live_schema(cls, key)
     res = resolve(values, schema=schema, prechecks=False)
-    kwargs = materialize(res.kwargs, res)
+    kwargs = build.live_values(cls, materialize(res.kwargs, res))
     mismatched = {}
     for name, value in kwargs.items():
         if name in schema.post_init_writes or schema.dynamic_writes:
@@ -376,11 +405,23 @@ def _build_one(cls, key, values, entry, build, resolve, materialize) -> dict:
     rewrites = [str(w.message)[:300] for w in caught if type(w.message).__name__ == "PostInitChangedWarning"]
     rec = resolution_record(res, values)
     rec["outcome"] = "built_" + rec["outcome"]
+    rec["object"] = {name: shown(getattr(obj, name)) for name in sorted(kwargs)}
     if mismatched:
         rec["object_differs"] = mismatched
     if rewrites:
         rec["post_init_rewrites"] = rewrites
     return rec
+
+
+def shown(value):
+    """A value as JSON: torch dtypes as "torch.bfloat16", enum members as "AttnBackend.flash", tuples as lists."""
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value)
+    if hasattr(value, "name") and hasattr(type(value), "__members__"):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, (list, tuple)):
+        return [shown(v) for v in value]
+    return _j(value)
 
 
 def _equal(a, b) -> bool:
@@ -392,32 +433,41 @@ def _equal(a, b) -> bool:
         return a is b
 
 
-def _raw_class_verdict(cls, key, values, exc, build, resolve, materialize) -> dict:
-    """Our refusal, checked on the real class. A ConstraintError: what we would pass without our checks. A type or
-    value refusal: the user's value as given, under the name this build uses (the class itself checks no types)."""
+def _raw_class_verdict(cls, key, values, entry, exc, build, resolve, materialize) -> dict:
+    """Our refusal, checked on the real class with only what it is about: a ConstraintError with the fields its
+    check reads (as we would pass them, without our checks), a type or value error with the value as given (the
+    class checks no types); each on the skeleton, so that nothing else the config sets can fail first. A refusal
+    by the class is matched to the extracted check it came from."""
     schema = build.live_schema(cls, key)
+    base = {k: v for k, v in values.items() if k in entry["skeleton"]}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if isinstance(exc, ConstraintError):
-                res = resolve(values, schema=schema, prechecks=False)
+            if isinstance(exc, ConstraintError) and getattr(exc, "check", None) is None:
+                kwargs = {**base, **{k: values[k] for k in exc.values if k in values}}  # a curated rules.json rule
+            elif isinstance(exc, ConstraintError):
+                involved = {k: values[k] for k in exc.values if k in values}
+                res = resolve({**base, **involved}, schema=schema, prechecks=False)
                 kwargs = materialize(res.kwargs, res)
             elif isinstance(exc, (FieldTypeError, InvalidValueError)) and exc.field in schema:
-                others = {k: v for k, v in values.items() if k != exc.field}
-                res = resolve(others, schema=schema, prechecks=False)
+                res = resolve(base, schema=schema, prechecks=False)
                 kwargs = {**materialize(res.kwargs, res), exc.field: exc.value}
             else:
-                return {"verdict": "not_applicable", "why": f"{type(exc).__name__}: no kwargs to pass"}
+                return {"verdict": "not_applicable", "why": f"{type(exc).__name__}: the build has no such field"}
     except CompatError as other:
-        return {"verdict": "not_applicable", "why": f"{type(other).__name__} on the other fields"}
+        return {"verdict": "not_applicable", "why": f"{type(other).__name__}: {other}"[:200]}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             cls(**kwargs)
     except Exception as raised:
         text = str(raised).splitlines()[0][:200] if str(raised) else ""
-        return {"verdict": "class_refuses_too", "exception": f"{type(raised).__name__}: {text}"}
-    return {"verdict": "class_accepts"}
+        check = _matching_check(schema, raised)
+        ours = getattr(exc, "check", None)  # None for a curated rules.json rule: no extracted check to compare
+        same = None if ours is None else check.get("where") == ours.where()
+        return {"verdict": "class_refuses_too", "same_check": same, "check": check,
+                "exception": f"{type(raised).__name__}: {text}"}
+    return {"verdict": "class_accepts", "kwargs": sorted(kwargs)}
 
 
 def _matching_check(schema, exc: Exception) -> dict:
@@ -456,13 +506,68 @@ def _same_verdict(live: dict, reg: dict) -> bool:
     reg_ok = reg["outcome"] in ("as_given", "adapted")
     if live_ok != reg_ok:
         return False
-    return live_ok or (live.get("error") == reg.get("error") and live.get("field") == reg.get("field"))
+    # a dtype object (live) and its "torch.<dtype>" marker (registry) may get different typed errors for one field
+    return live_ok or (live.get("field") == reg.get("field") and live.get("rule") == reg.get("rule"))
+
+
+# ------------------------------------------------------------------------------------------------ contract fixture
+FIXTURE = ROOT / "tests" / "contract" / "data" / "real_configs.json"
+FIXTURE_SITES = [  # (project, site, block): a handful of harvested configs that cover renames, drops and refusals
+    ("NVIDIA-NeMo/Megatron-Bridge",
+     "src/megatron/bridge/recipes/llama/h100/llama3.py::llama32_1b_pretrain_1gpu_h100_bf16_config", "ddp"),
+    ("NVIDIA-NeMo/Megatron-Bridge",
+     "src/megatron/bridge/recipes/llama/h100/llama3.py::llama32_1b_pretrain_1gpu_h100_bf16_config", "optimizer"),
+    ("NVIDIA-NeMo/Megatron-Bridge",
+     "src/megatron/bridge/perf_recipes/kimi/b200/kimi_k2.py::kimi_k2_pretrain_256gpu_b200_bf16_config", "optimizer"),
+    ("NVIDIA-NeMo/Megatron-Bridge",
+     "src/megatron/bridge/recipes/glm/h100/glm45.py::glm45_air_106b_pretrain_32gpu_h100_bf16_config", "model"),
+    ("NVIDIA-NeMo/RL", "examples/configs/grpo_math_1B_megatron.yaml::policy.megatron_cfg", "ddp"),
+    ("NVIDIA-NeMo/RL", "examples/configs/recipes/llm/sft-qwen2.5-math7b-2n4g-megatron.yaml::policy.megatron_cfg",
+     "optimizer"),  # the precision-aware optimizer of most NeMo-RL configs needs TE, absent from the CPU pins
+    ("volcengine/verl", "verl/trainer/config/engine/megatron.yaml::override_transformer_config", "model"),
+    ("volcengine/verl", "examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh::"
+     "actor_rollout_ref.actor.megatron.override_transformer_config", "model"),
+]
+
+
+def write_fixture(data: dict, reg: dict, builds: dict) -> dict:
+    """The FIXTURE_SITES configs with, per pin, the outcome the live class gave (checked equal to the registry's)."""
+    distinct(data["configs"])
+    cases = []
+    for project, site, kind in FIXTURE_SITES:
+        rec = next(r for r in data["configs"] if (r["project"], r["site"], r["kind"]) == (project, site, kind))
+        entry = reg["entries"][rec["digest"]]
+        expected = {}
+        for version in PIN_VERSIONS:
+            live = builds[version]["entries"][rec["digest"]]
+            if live["outcome"] == "untyped" or not live["agrees_with_registry"] and live["outcome"] != "class_absent":
+                raise SystemExit(f"{site} {kind} on {version}: {live['outcome']} does not make a stable fixture")
+            if live["outcome"] == "class_absent":
+                expected[version] = {"outcome": "class_absent"}
+            elif live["outcome"] == "refused":
+                expected[version] = {"outcome": "refused", "error": live["error"],
+                                     **({"field": live["field"]} if "field" in live else {"rule": live["rule"]})}
+            else:
+                expected[version] = {"outcome": "built", "object": live["object"],
+                                     "renamed": live.get("renamed", {}), "dropped": live.get("dropped_implied", [])}
+        cases.append({"id": f"{_short_project(project)}-{site.rsplit('::', 1)[-1].rsplit('.', 1)[-1]}-{kind}",
+                      "source": {"project": project, "commit": rec["commit"], "site": site, "file": rec["file"],
+                                 "line": rec["line"], "where": rec["where"]},
+                      "config": entry["config"], "values": entry["values"], "skeleton": entry["skeleton"],
+                      "wrapper_only": rec["mapped"]["wrapper_only"], "expected": expected})
+    return {"what": "harvested configs with the outcome each pinned megatron-core gave (benchmarks/real_configs.py "
+                    "fixture); tests/contract/test_real_configs.py checks them on the session's pin",
+            "configs": cases}
+
+
+def _short_project(project: str) -> str:
+    return {"NVIDIA-NeMo/Megatron-Bridge": "bridge", "NVIDIA-NeMo/RL": "nemo_rl", "volcengine/verl": "verl"}[project]
 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("step", choices=["harvest", "registry", "build", "report", "all"])
+    p.add_argument("step", choices=["harvest", "registry", "build", "report", "fixture", "all"])
     p.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     p.add_argument("--work", type=Path, default=WORK)
     args = p.parse_args(argv)
@@ -486,6 +591,12 @@ def main(argv=None) -> int:
         for venv in sorted((ROOT / ".nox").glob("mcore-*")):
             subprocess.run([str(venv / "bin" / "python"), __file__, "build", "--work", str(args.work)], check=True,
                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if args.step in ("fixture", "all"):
+        builds = {json.loads(f.read_text())["version"]: json.loads(f.read_text())
+                  for f in args.work.glob("build-*.json")}
+        reg = json.loads((args.work / "registry.json").read_text())
+        _write(FIXTURE, write_fixture(json.loads(HARVEST.read_text()), reg, builds))
+        print(f"fixture -> {FIXTURE}")
     if args.step in ("report", "all"):
         from real_configs_report import write_report
 
