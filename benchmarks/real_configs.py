@@ -2,26 +2,28 @@
 ``compat.resolve``/``compat.resolve_configs`` on every registry release and built with ``compat.build_*_config``
 on every pinned megatron-core.
 
-    python benchmarks/real_configs.py harvest [--mirror /work/.mirror]   # snapshots -> results/raw/real_configs/harvest.json
-    python benchmarks/real_configs.py registry                          # every config x every registry release
-    .nox/mcore-0-19-2/bin/python benchmarks/real_configs.py build       # real objects on that venv's megatron-core
-    python benchmarks/real_configs.py report                            # -> benchmarks/results/real_configs.{json,md}
-    python benchmarks/real_configs.py all                               # the four, build on every .nox/mcore-* venv
+    python benchmarks/real_configs.py harvest [--mirror /work/.mirror]  # -> results/raw/real_configs/harvest.json
+    python benchmarks/real_configs.py registry                         # every config x every registry release
+    .nox/mcore-0-19-2/bin/python benchmarks/real_configs.py build      # real objects on that venv's megatron-core
+    python benchmarks/real_configs.py fixture                          # -> tests/contract/data/real_configs.json
+    python benchmarks/real_configs.py report                           # -> benchmarks/results/real_configs.{json,md}
+    python benchmarks/real_configs.py all                              # all of them, build on every .nox/mcore-*
 
 The snapshots are the git directories the session's ``fetch`` tool writes (``MIRROR/<owner>+<name>/repo``);
 nothing of the projects is imported, run or copied here. The full harvest and the per-pin runs stay in the
 ignored ``benchmarks/results/raw/real_configs/`` (8 MB); the report keeps the figures and the findings with
 file:line, and ``tests/contract/data/real_configs.json`` a few harvested configs for the contract test.
 
-Each harvested block maps to one config class: ``ddp``, ``optimizer``, or for model blocks ``transformer`` (``mla``
-when a key exists only in MLATransformerConfig or the block recomputes ``mla_up_proj``). Keys that are no field of any release of that class (nor an
-old name of one, nor a field of Megatron-LM main/dev) are wrapper-only: they are reported and not passed. Model
-blocks get their size from a checkpoint in the real stack (Bridge's AutoBridge, NeMo-RL and verl read the HF
-config), so the fields the block does not set among num_layers, hidden_size, num_attention_heads (and
-num_moe_experts under expert parallelism; pipeline_model_parallel_size and pipeline_dtype when a block sets
-first/last-stage layer counts but no PP size, as verl's override blocks do) are filled with a small skeleton
-consistent with the block's parallel sizes. Every refusal says whether a skeleton field or a field the block leaves to its default is involved: those
-need the real base (checkpoint, the wrapper's mixed-precision settings) to judge.
+Each harvested block maps to one config class: ``ddp``, ``optimizer``, or for model blocks ``transformer``
+(``mla`` when a key exists only in MLATransformerConfig or the block recomputes ``mla_up_proj``). Keys that are no
+field of any release of that class (nor an old name of one, nor a field of Megatron-LM main/dev) are
+wrapper-only: they are reported and not passed. Model blocks get their size from a checkpoint in the real stack
+(Bridge's AutoBridge, NeMo-RL and verl read the HF config), so the fields the block does not set among
+num_layers, hidden_size, num_attention_heads (and num_moe_experts under expert parallelism; pipeline_model_
+parallel_size and pipeline_dtype when a block sets first/last-stage layer counts but no PP size, as verl's
+override blocks do) are filled with a small skeleton consistent with the block's parallel sizes. Every refusal
+says whether a skeleton field, a field the block leaves to its default or one the wrapper writes over it is
+involved: those need the real base (checkpoint, the wrapper's mixed-precision settings) to judge.
 """
 from __future__ import annotations
 
@@ -313,7 +315,7 @@ def resolve_site(blocks: dict, version: str) -> dict:
 
 def _loadavg() -> str:
     try:
-        return Path("/proc/loadavg").read_text().split(" 3/")[0].strip()[:20]
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "?"
 
@@ -550,7 +552,8 @@ def write_fixture(data: dict, reg: dict, builds: dict) -> dict:
             else:
                 expected[version] = {"outcome": "built", "object": live["object"],
                                      "renamed": live.get("renamed", {}), "dropped": live.get("dropped_implied", [])}
-        cases.append({"id": f"{_short_project(project)}-{site.rsplit('::', 1)[-1].rsplit('.', 1)[-1]}-{kind}",
+        where, _sep, name = site.partition("::")
+        cases.append({"id": f"{_short_project(project)}-{Path(where).stem}-{name.rsplit('.', 1)[-1]}-{kind}",
                       "source": {"project": project, "commit": rec["commit"], "site": site, "file": rec["file"],
                                  "line": rec["line"], "where": rec["where"]},
                       "config": entry["config"], "values": entry["values"], "skeleton": entry["skeleton"],

@@ -96,7 +96,8 @@ def record(project: str, commit: str, site: str, block: Block) -> dict:
             "values": {k: _plain(v) for k, (v, _f, _l) in sorted(block.values.items())},
             "where": {k: f"{f}:{ln}" for k, (_v, f, ln) in sorted(block.values.items())},
             "unevaluated": {k: {"src": s, "where": f"{f}:{ln}"} for k, (s, f, ln) in sorted(block.unevaluated.items())},
-            "conditional": {k: {"when": c, "where": f"{f}:{ln}"} for k, (c, f, ln) in sorted(block.conditional.items())},
+            "conditional": {k: {"when": c, "where": f"{f}:{ln}"}
+                            for k, (c, f, ln) in sorted(block.conditional.items())},
             "notes": list(block.notes)}
 
 

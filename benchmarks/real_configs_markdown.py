@@ -76,16 +76,17 @@ def _harvest(r: dict) -> list:
 
 
 def _outcomes(r: dict) -> list:
+    run = r["registry_run"]
     out = ["## Registry: every config on every release", "",
-           f"{r['registry_run']['distinct_configs']} distinct configs x {len(r['registry_run']['releases'])} releases "
-           f"({r['registry_run']['seconds']['per_class']} s), and the {r['registry_run']['recipe_sites']} sites with "
-           f"DDP + optimizer (+ model) blocks together with `resolve_configs` ({r['registry_run']['seconds']['per_site']}"
-           f" s), load average {r['registry_run']['load_average']}. Counts are harvested configs (a distinct config "
-           "counts once per site using it). Columns: *as given* (the release takes every key under its name); "
-           "*adapted* (a rename or a drop of a value equal to the release's behaviour); *refused, own values* (a typed "
-           "error caused by the keys the config sets); *refused, needs base* (a `__post_init__` check that also reads a "
-           "field the block leaves to its checkpoint, its wrapper or the skeleton, or one Bridge's MixedPrecisionConfig "
-           "writes over it before Megatron's checks run); *absent* (no MLATransformerConfig "
+           f"{run['distinct_configs']} distinct configs x {len(run['releases'])} releases "
+           f"({run['seconds']['per_class']} s), and the {run['recipe_sites']} sites with DDP + optimizer (+ model) "
+           f"blocks together with `resolve_configs` ({run['seconds']['per_site']} s), load average "
+           f"{run['load_average']}. Counts are harvested configs (a distinct config counts once per site using it). "
+           "Columns: *as given* (the release takes every key under its name); *adapted* (a rename or a drop of a "
+           "value equal to the release's behaviour); *refused, own values* (a typed error caused by the keys the "
+           "config sets); *refused, needs base* (a `__post_init__` check that also reads a field the block leaves to "
+           "its checkpoint, its wrapper or the skeleton, or one Bridge's MixedPrecisionConfig writes over it before "
+           "Megatron's checks run); *absent* (no MLATransformerConfig "
            "before 0.10).", ""]
     for config, per_version in r["registry_outcomes"].items():
         rows = []
@@ -133,11 +134,12 @@ def _pins(r: dict) -> list:
                      o.get("raw_class:class_refuses_too", 0), len(p["false_refusals"]),
                      sum(e["configs"] for e in p["type_policy"]),
                      o.get("untyped:environment", 0), o.get("untyped:needs_base", 0), o.get("untyped:own_values", 0),
-                     len(p["object_differs"]), len(p["live_vs_registry_disagreements"]), f"{p['seconds']} s"])
+                     len(p["object_differs"]), len(p["live_vs_registry_disagreements"]),
+                     f"{p['seconds']} s (load {p['load_average'].split()[0]})"])
     out += _table(["pin", "distinct", "built as given", "built adapted", "class not importable", "typed refusals",
                    "class refuses too",
                    "false refusals", "type policy (class accepts)", "untyped: environment", "untyped: needs base",
-                   "untyped: own values", "object differs", "live vs registry", "time"], rows)
+                   "untyped: own values", "object differs", "live vs registry", "build time (659 configs)"], rows)
     out += ["Counts are harvested configs except *distinct*, *false refusals*, *object differs* and *live vs registry* "
             "(distinct configs). *class not importable*: 0.7.0's `megatron.core.optimizer` imports Apex, so no "
             "OptimizerConfig can be built there (the registry resolves them). *class refuses too*: the real class, "
@@ -173,7 +175,10 @@ def _summary(r: dict) -> list:
             f"class); false refusals: {false}; live vs registry verdicts that differ: {disagree}; built objects "
             f"holding a value other than the one passed: {differs}.",
             "- **What the pre-check cannot see.** Real-class errors that are not typed come from checks the registry "
-            "marks as not pre-checkable (the reason is in the table below) or from Transformer Engine probes: on "
+            f"marks as not pre-checkable, with the reason ({total('untyped_from_a_skipped_check')} config-pins; the "
+            "table below), or from code outside the extracted checks: Transformer Engine probes and the PP-layout "
+            f"parser ({total('untyped_outside_the_checks')}); from a check we do pre-check: "
+            f"{total('untyped_from_a_prechecked_check')}. On "
             f"these CPU venvs {total('untyped:environment')} config-pins fail only because TE/Apex is absent, "
             f"{total('untyped:needs_base')} need the checkpoint's values, and {total('untyped:own_values')} are the "
             "config's own values caught by a check we skip (a loop, a field `__post_init__` writes first).",

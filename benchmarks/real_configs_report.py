@@ -215,6 +215,10 @@ def pin_builds(data: dict, reg: dict, builds: dict) -> dict:
             if r["outcome"] == "untyped":
                 category = _untyped_category(r, entry)
                 counts[f"untyped:{category}"] += weight
+                check = r.get("check") or {}
+                counts["untyped_from_a_prechecked_check" if check.get("matched") and check.get("skip") is None
+                       else "untyped_from_a_skipped_check" if check.get("matched") else "untyped_outside_the_checks"] \
+                    += weight
                 key = (r["message"][:90], (r.get("check") or {}).get("where"))
                 e = untyped.setdefault(key, {"message": r["message"][:200], "category": category,
                                              "check": r.get("check"), "configs": 0, "sites": []})
@@ -232,7 +236,8 @@ def pin_builds(data: dict, reg: dict, builds: dict) -> dict:
                                      "message": r.get("message", "")[:200]})
         audits = b.get("overwrite_audits", [])
         out[version] = {
-            "distinct_configs": len(b["entries"]), "seconds": b["seconds"], "load_average": b["load_average"],
+            "distinct_configs": len(b["entries"]), "seconds": b["seconds"],
+            "load_average": " ".join(b["load_average"].split()[:3]),
             "outcomes": dict(counts), "false_refusals": false_refusals,
             "type_policy": sorted(type_policy.values(), key=lambda e: -e["configs"]),
             "untyped": sorted(untyped.values(), key=lambda e: -e["configs"]),
@@ -482,7 +487,7 @@ def write_report(data: dict, work: Path, results: Path) -> None:
         "projects": harvest_summary(data, reg),
         "registry_run": {"releases": reg["versions"], "distinct_configs": len(reg["entries"]),
                          "recipe_sites": len(reg["per_site"]), "seconds": reg["seconds"],
-                         "load_average": reg["load_average"]},
+                         "load_average": " ".join(reg["load_average"].split()[:3])},
         "keys": key_split(data),
         "registry_outcomes": registry_outcomes(data, reg),
         "adaptations": adaptations(data, reg),
