@@ -193,8 +193,9 @@ def _summary(r: dict) -> list:
             f"- **Wrappers overwrite and drop.** Bridge's MixedPrecisionConfig overwrites "
             f"{audit.get('user_set_values_overwritten', 0)} recipe-set values (`grad_reduce_in_fp32`) and "
             f"`compat.audit` reports every one ({audit.get('user_set_values_missed_by_audit', 0)} missed); NeMo-RL "
-            "never passes its YAML `use_custom_fsdp` and replaces `average_in_collective`; verl silently removes "
-            "keys its Megatron lacks, where the API drops only values equal to the release's behaviour.",
+            "never passes the `use_custom_fsdp` of its YAML DDP block (153 configs; all `false`, so nothing is lost "
+            "today, but a user's `true` would be) and hard-codes `average_in_collective=False`; verl silently "
+            "removes keys its Megatron lacks, where the API drops only values equal to the release's behaviour.",
             "- **Nothing-lost limits seen on real configs.** NeMo-RL's `cuda_graph_modules: []` is refused on "
             "0.12-0.17: the field starts in 0.18 with default `'full'`, which that release's `__post_init__` rewrites "
             "to `[]`, so `[]` is the older behaviour too but the API compares raw defaults (a value-equivalence entry "
@@ -259,11 +260,13 @@ def _findings(r: dict) -> list:
                 f"{', '.join(f'`{k}`' for k in f['forwarded'].values())} (and locals "
                 f"{', '.join(f'`{k}`' for k in f['via_local'])}); it hard-codes "
                 f"{', '.join(f'`{k}={v!r}`' for k, v in f['hard_coded'].items())}.", ""]
-        out += _table(["YAML key in distributed_data_parallel_config", "configs", "what happens", "example"],
-                      [[f"`{k}`", e["configs"], "never passed to Megatron", e["example"]]
-                       for k, e in f["yaml_keys_not_passed"].items()] +
-                      [[f"`{k}`", e["configs"], f"replaced by the hard-coded {e['hard_coded']!r}", ""]
-                       for k, e in f["yaml_keys_overridden"].items()])
+        out += _table(["YAML key in distributed_data_parallel_config", "configs", "values", "what happens",
+                       "example"],
+                      [[f"`{k}`", e["configs"], ", ".join(_v(x) for x in e["values"]), "never passed to Megatron",
+                        e["example"]] for k, e in f["yaml_keys_not_passed"].items()] +
+                      [[f"`{k}`", e["configs"], ", ".join(_v(x) for x in e["values"]),
+                        f"replaced by the hard-coded {e['hard_coded']!r} ({e['differ_from_hard_coded']} configs "
+                        "set another value)", e["example"]] for k, e in f["yaml_keys_hard_coded"].items()])
     out += ["verl's `check_and_construct_configs` (`verl/models/mcore/config_converter.py`) removes every "
             "override key its installed TransformerConfig lacks, with a warning, and builds the rest. The API "
             "instead drops a key only when its value equals what that release does anyway, and refuses otherwise:", ""]

@@ -414,23 +414,28 @@ def yaml_typing(data: dict) -> list:
 
 
 def forwarding(data: dict) -> list:
-    """NeMo-RL's DDP block: the YAML keys its code passes to DistributedDataParallelConfig and those it does not."""
+    """NeMo-RL's DDP block: the YAML keys its code passes to DistributedDataParallelConfig and those it does not
+    (never passed, or replaced by a hard-coded value: with how many configs set a different value)."""
     out = []
     for call in data.get("forwarding", {}).get("NVIDIA-NeMo/RL", []):
         passed = set(call["forwarded"].values()) | set(call["other"])
-        yaml_keys = collections.Counter()
-        example = {}
+        keys: dict = {}
         for rec in data["configs"]:
             if rec["project"] == "NVIDIA-NeMo/RL" and rec["kind"] == "ddp":
-                for k in rec["values"]:
-                    yaml_keys[k] += 1
-                    example.setdefault(k, (rec["where"][k], rec["values"][k]))
+                for k, value in rec["values"].items():
+                    e = keys.setdefault(k, {"configs": 0, "example": rec["where"][k], "values": [],
+                                            "differ_from_hard_coded": 0})
+                    e["configs"] += 1
+                    if value not in e["values"]:
+                        e["values"].append(value)
+                    if k in call["constant"] and value != call["constant"][k]:
+                        e["differ_from_hard_coded"] += 1
         out.append({"call": f"{call['file']}:{call['line']}", "forwarded": call["forwarded"],
                     "via_local": call["other"], "hard_coded": call["constant"],
-                    "yaml_keys_not_passed": {k: {"configs": n, "example": example[k][0], "value": example[k][1]}
-                                             for k, n in yaml_keys.items() if k not in passed},
-                    "yaml_keys_overridden": {k: {"configs": n, "hard_coded": call["constant"][k]}
-                                             for k, n in yaml_keys.items() if k in call["constant"]}})
+                    "yaml_keys_not_passed": {k: e for k, e in keys.items() if k not in passed and
+                                             k not in call["constant"]},
+                    "yaml_keys_hard_coded": {k: {**e, "hard_coded": call["constant"][k]} for k, e in keys.items()
+                                             if k in call["constant"]}})
     return out
 
 
