@@ -53,7 +53,7 @@ def _reference(cls, kwargs: dict):
 def audit(obj, resolution: Resolution, *, strict: bool = False) -> list[Difference]:
     """Differences between ``obj`` and ``resolution`` (``.field``, ``.expected``, ``.actual``); raise
     ``AuditError`` instead when ``strict`` and there are any."""
-    from .build import live_schema
+    from .build import live_schema, live_values
 
     if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
         raise CompatError(f"audit needs a config object (a dataclass instance), got {type(obj).__name__}")
@@ -61,6 +61,10 @@ def audit(obj, resolution: Resolution, *, strict: bool = False) -> list[Differen
         raise CompatError(f"audit needs the Resolution the object was meant to follow, got {type(resolution).__name__}")
     schema = live_schema(type(obj), resolution.config)
     kwargs = materialize(resolution.kwargs, resolution)
+    try:
+        kwargs = live_values(type(obj), kwargs)
+    except CompatError:  # a str naming no member: compare with the resolution as it is
+        pass
     reference = _reference(type(obj), kwargs)
     by_target = {f.target_name: f for f in resolution.fields.values() if f.target_name}
     diffs: list[Difference] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import importlib
 import importlib.util
 import inspect
@@ -17,7 +18,7 @@ import warnings
 from . import version as _v
 from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
-from .errors import CompatError, CompatWarning, MegatronNotInstalledError
+from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
 from .registry import Field, Schema, check_from_record, registry
 
 DDP_CLASS = CONFIGS["ddp"].class_name
@@ -140,6 +141,34 @@ def _class_node(klass) -> ast.ClassDef | None:
     return node if node is not None and node.name == klass.__name__ else None
 
 
+def _enum_of(tp):
+    """The Enum class a live field is annotated with (``AttnBackend``, ``Optional[AttnBackend]``), else None."""
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp
+    members = [a for a in getattr(tp, "__args__", ()) if a is not type(None)]
+    if getattr(tp, "__origin__", None) is not None and len(members) == 1 and isinstance(members[0], type) \
+            and issubclass(members[0], enum.Enum) and len(tp.__args__) == 2:
+        return members[0]
+    return None
+
+
+def live_values(cls, kwargs: dict) -> dict:
+    """A str naming a member of the live field's Enum becomes that member (``attention_backend="flash"`` ->
+    ``AttnBackend.flash``, as Megatron's argparse does): the class compares with members, so a str would match
+    none and be ignored. A str that names no member is refused."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    out = dict(kwargs)
+    for name, value in kwargs.items():
+        kind = _enum_of(types.get(name)) if isinstance(value, str) else None
+        if kind is None:
+            continue
+        if value not in kind.__members__:
+            raise InvalidValueError(name, value, f"must name a member of {kind.__name__}: "
+                                                 f"{', '.join(kind.__members__)}")
+        out[name] = kind[value]
+    return out
+
+
 def build_config(config: str | None = None, overrides=None, *, cls=None, lenient: bool = False,
                  optimizer_config=None):
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
@@ -150,7 +179,7 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
     key = config_class(config).key if config else config_of(cls)
     schema = live_schema(cls, key)
     resolution = resolve(overrides, optimizer_config, schema=schema, lenient=lenient)
-    kwargs = materialize(resolution.kwargs, canonical(registry(), schema, key))
+    kwargs = live_values(cls, materialize(resolution.kwargs, canonical(registry(), schema, key)))
     obj = cls(**kwargs)
     changed = {}
     for name, value in kwargs.items():
@@ -190,4 +219,4 @@ def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None)
 
 
 __all__ = ["DDP_CLASS", "PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
-           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "megatron_class"]
+           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "live_values", "megatron_class"]

@@ -1,0 +1,66 @@
+"""build_config turns a str naming a member of a field's Enum into the member (Megatron compares
+``config.attention_backend == AttnBackend.flash``: the str "flash", as verl's override dicts carry it, matches no
+member and is silently ignored). Registry-only: a stand-in dataclass named like Megatron's class; the real
+classes are covered by tests/contract/test_real_configs.py."""
+import dataclasses
+import enum
+from typing import Optional
+
+import pytest
+
+import compat
+from compat.build import build_config, live_values
+
+
+class AttnBackend(enum.Enum):
+    flash = 1
+    fused = 2
+    auto = 5
+
+
+@dataclasses.dataclass
+class TransformerConfig:  # the name makes build_config treat it as the transformer config
+    num_layers: int = 0
+    hidden_size: int = 0
+    num_attention_heads: int = 0
+    attention_backend: AttnBackend = AttnBackend.auto
+    normalization: str = "LayerNorm"
+
+
+@dataclasses.dataclass
+class OptionalEnum:
+    attention_backend: Optional[AttnBackend] = None
+    normalization: str = "LayerNorm"
+
+
+BASE = {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+
+
+def test_a_member_name_becomes_the_member():
+    obj = build_config(None, {**BASE, "attention_backend": "fused"}, cls=TransformerConfig)
+    assert obj.attention_backend is AttnBackend.fused
+
+
+def test_a_member_is_passed_as_it_is():
+    obj = build_config(None, {**BASE, "attention_backend": AttnBackend.flash}, cls=TransformerConfig)
+    assert obj.attention_backend is AttnBackend.flash
+
+
+def test_a_name_that_is_no_member_is_refused_with_the_members():
+    with pytest.raises(compat.InvalidValueError) as exc:
+        build_config(None, {**BASE, "attention_backend": "flash_attn"}, cls=TransformerConfig)
+    assert exc.value.field == "attention_backend" and "flash, fused, auto" in str(exc.value)
+
+
+def test_optional_enum_and_plain_str_fields():
+    out = live_values(OptionalEnum, {"attention_backend": "auto", "normalization": "RMSNorm"})
+    assert out == {"attention_backend": AttnBackend.auto, "normalization": "RMSNorm"}
+    assert live_values(OptionalEnum, {"attention_backend": None}) == {"attention_backend": None}
+
+
+def test_audit_compares_with_the_member():
+    res = compat.resolve({**BASE, "attention_backend": "flash"}, config="transformer", version="0.19.2")
+    obj = build_config(None, {**BASE, "attention_backend": "flash"}, cls=TransformerConfig)
+    assert compat.audit(obj, res) == []
+    obj.attention_backend = AttnBackend.fused
+    assert [d.field for d in compat.audit(obj, res)] == ["attention_backend"]
