@@ -29,11 +29,6 @@ def accepted_spellings() -> str:
     return ", ".join(sorted(_ALIASES))
 
 
-def canonical_default(expr: str):
-    """A registry default expression such as 'torch.float32' becomes 'float32'; other expressions stay text."""
-    return dtype_name(expr) if expr.startswith("torch.") and dtype_name(expr) else expr
-
-
 def to_torch(name: str | None):
     if name is None:
         return None
