@@ -29,7 +29,7 @@ from compat import CompatError, VersionError
 from compat import vendor as vendor_module
 from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
                             MAX_TAR_HEADERS_TOTAL, MAX_TAR_STREAM_BYTES, CandidateError, open_source)
-from compat.extract import DDP_PATH, OPTIMIZER_PATH
+from compat.extract import DDP_PATH
 from compat.gate.accept import ReplaceRefusedError
 from compat.gate.registry_file import RegistryFileError, read_registry
 from compat.vendor import VendorError
