@@ -287,7 +287,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--review", type=Path, default=ROOT / "benchmarks" / "surface_review.json")
     args = parser.parse_args()
-    for version in SWEEP + [c["candidate"] for c in CASES if isinstance(c["candidate"], str)]:
+    for version in SWEEP + [case["candidate"] for case in CASES if isinstance(case["candidate"], str)]:
         candidate_path(version)  # into the wheel cache
     releases = {v: Surface(m) for v, m in release_models().items()}
     with tempfile.TemporaryDirectory(prefix="surface-study-") as tmp:
