@@ -19,7 +19,7 @@ import zipfile
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
-from .errors import CandidateError
+from .errors import CandidateError, one_line, shown
 
 MIB = 1 << 20
 MAX_ARCHIVE_BYTES = 256 * MIB  # megatron-core wheels are 1-4 MB, sdists under 20 MB
@@ -41,12 +41,11 @@ _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, OSEr
 
 def _show(path) -> str:
     """A path for a one-line message: repr() escapes newlines and control characters."""
-    text = str(path)
-    return repr(text if len(text) <= 200 else text[:200] + "...")
+    return shown(path)
 
 
 def _flat(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(exc, 300) or type(exc).__name__
 
 
 def read_file(path, limit: int = MAX_MEMBER_BYTES, what: str = "file", *, follow_symlinks: bool = True,

@@ -5,11 +5,10 @@ import argparse
 import io
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-from .errors import CompatError
+from .errors import CompatError, one_line
 
 
 def _parse_set(text: str) -> tuple[str, object]:
@@ -159,19 +158,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-MAX_ERROR_CHARS = 2000
 TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
 
 
 def message_line(message) -> str:
-    """Any message as one bounded line: newlines joined, other control characters escaped, length capped."""
-    from .gate.markdown import one_line
-
-    line = one_line(re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message)))
-    if len(line) > MAX_ERROR_CHARS:  # cut the middle: the cause of an error usually comes last
-        half = MAX_ERROR_CHARS // 2
-        line = f"{line[:half]}...({len(line) - 2 * half} characters left out)...{line[-half:]}"
-    return line
+    """Any message as one bounded line (``compat.errors.one_line``: linear time, at most MAX_LINE_CHARS shown)."""
+    return one_line(message)
 
 
 def _error(message: str) -> int:

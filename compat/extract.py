@@ -16,6 +16,7 @@ from .archive import open_source
 from .configs import CONFIGS, DDP_PATH, OPTIMIZER_PATH, path_of_class
 from .errors import CandidateError
 from .postinit import post_init_facts
+from .pysource import SourceBudget, parse_source
 
 PACKAGE_INFO_PATH = "megatron/core/package_info.py"
 DDP_CLASS = "DistributedDataParallelConfig"
@@ -135,13 +136,8 @@ def facts_from_classes(mro: list[ast.ClassDef]) -> dict:
             "post_init": post_init_facts(mro, {f["name"]: f["annotation"] for f in fields})}
 
 
-def parse_classes(source: bytes | str, label: str) -> dict[str, ast.ClassDef]:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
-        raise CandidateError(f"cannot parse {label}: {exc}") from None
-    except (RecursionError, MemoryError):
-        raise CandidateError(f"cannot parse {label}: nested too deeply") from None
+def parse_classes(source: bytes | str, label: str, budget: SourceBudget | None = None) -> dict[str, ast.ClassDef]:
+    tree = parse_source(source, label, budget)
     classes: dict[str, ast.ClassDef] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
@@ -154,12 +150,13 @@ class _Files:
 
     def __init__(self, read):
         self.read, self.parsed, self.raw = read, {}, {}
+        self.budget = SourceBudget()
 
     def classes(self, path: str) -> dict[str, ast.ClassDef]:
         if path not in self.parsed:
             data = self.read(path)
             self.raw[path] = data
-            self.parsed[path] = {} if data is None else parse_classes(data, path)
+            self.parsed[path] = {} if data is None else parse_classes(data, path, self.budget)
         return self.parsed[path]
 
     def mro(self, name: str, path: str) -> list[ast.ClassDef] | None:
@@ -205,7 +202,7 @@ def extract_configs(read) -> dict:
 def version_from_package_info(source: bytes) -> str | None:
     """MAJOR.MINOR.PATCH + PRE_RELEASE from package_info.py, by reading its assignments."""
     values = {}
-    for node in ast.parse(source).body:
+    for node in parse_source(source, PACKAGE_INFO_PATH).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 values[node.targets[0].id] = ast.literal_eval(node.value)
