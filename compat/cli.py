@@ -51,7 +51,7 @@ def _parse_set(text: str) -> tuple[str, object]:
         return key.strip(), strict_json(raw)
     except json.JSONDecodeError:
         return key.strip(), raw  # bare words such as optim_grads are strings
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:  # a RecursionError goes on to main: exit 3, "too deeply nested"
         raise argparse.ArgumentTypeError(f"--set {one_line(key, 200)!r}: {one_line(exc, 300)}") from None
 
 

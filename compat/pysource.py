@@ -22,6 +22,9 @@ MAX_FILE_TOKENS = 400_000  # 10x the largest real file; at most ~600,000 nodes, 
 MAX_TOTAL_BYTES = 64 * MIB  # all files of one candidate or project parsed through one budget
 MAX_TOTAL_TOKENS = 4_000_000  # ~2.9x the whole of megatron-core 0.18.0
 _TOKEN = re.compile(rb"[A-Za-z_0-9]+|[^\sA-Za-z_0-9]|\n")
+# Python refuses a decimal literal over 4300 digits, but not a hex, octal or binary one, whose value then cannot
+# be shown (str() and ast.unparse raise ValueError): refuse those of more bits than 4300 decimal digits hold.
+_HUGE_INT_LITERAL = re.compile(rb"\b0(?:[xX][0-9a-fA-F_]{3580,}|[oO][0-7_]{4770,}|[bB][01_]{14290,})")
 
 
 class SourceTooLargeError(CandidateError):
@@ -80,6 +83,10 @@ def parse_source(source: bytes | str, label: str, budget: SourceBudget | None = 
                                   "source file")
     if budget is not None:
         budget.spend(label, size, tokens)
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    if _HUGE_INT_LITERAL.search(data):
+        raise SourceUnparsableError(f"{_label(label)} holds an integer literal past Python's int-to-str digit limit "
+                                    "(4300 decimal digits)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences in old sources
