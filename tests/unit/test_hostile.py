@@ -362,6 +362,18 @@ def _wheel_with_ddp(ddp: str, version: str = "0.20.0") -> Callable[[Path], dict]
     return lambda tmp: cli("gate", H.wheel(tmp / f"megatron_core-{version}-py3-none-any.whl", version=version, ddp=ddp))
 
 
+def _three_dense_config_files(tmp: Path) -> dict:
+    """Every config file the gate parses, each padded to just under the per-file token cap (the gate's most
+    parsing for one candidate)."""
+    from compat.pysource import MAX_FILE_TOKENS
+
+    pad = "\n" + "a;" * (MAX_FILE_TOKENS // 2 - 30_000) + "\n"
+    transformer = "megatron/core/transformer/transformer_config.py"
+    return cli("gate", H.wheel(tmp / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0",
+                               ddp=H.config_source() + pad, optimizer=H.config_source(optimizer=True) + pad,
+                               members={transformer: pad}))
+
+
 def _sdist_with(members: Callable[[], list]) -> Callable[[Path], dict]:
     return _sdist(lambda: H.sdist_bytes(members()))
 
@@ -1123,3 +1135,41 @@ def test_a_lock_held_by_this_thread_is_refused_at_once(tmp_path):
                 pass
     with locked(path):  # released: a later lock is fine
         pass
+
+
+def test_the_most_parsing_the_config_gate_does_stays_bounded(tmp_path):
+    """Every config file the gate reads, each just under the per-file token cap: a verdict (whatever a missing
+    TransformerConfig means to the gate), no error, and the child far under the bomb limit."""
+    run = H.run_cli(_three_dense_config_files(tmp_path)["args"])
+    assert run.returncode in (0, 1) and run.stderr == "", run.stderr[-2000:]
+    if run.max_rss_mib == run.max_rss_mib:
+        assert run.max_rss_mib < BOMB_RSS_MIB, f"peak memory {run.max_rss_mib:.0f} MiB"
+
+
+# ------------------------------------------------------------------------------------ issue 17: parse_source
+def test_parse_source_refuses_over_its_caps_before_parsing():
+    from compat.pysource import SourceTooLargeError, SourceUnparsableError, parse_source
+
+    assert parse_source(b"x = 1\n", "ok.py").body[0].lineno == 1
+    with pytest.raises(SourceTooLargeError, match="over the 10-byte cap"):
+        parse_source(b"x = 1\n" * 2, "m.py", max_bytes=10)
+    with pytest.raises(SourceTooLargeError, match="holds over 5 tokens"):
+        parse_source("a;" * 3, "m.py", max_tokens=5)
+    with pytest.raises(SourceUnparsableError, match="int-to-str digit limit"):
+        parse_source("x = 0x" + "f" * 4000, "m.py")
+    with pytest.raises(SourceUnparsableError, match=r"cannot parse 'm\\x1b.py'"):
+        parse_source("def (:", "m\x1b.py")
+    with pytest.raises(SourceUnparsableError, match="nested too deeply"):
+        parse_source("x = " + "-" * 100_000 + "1", "m.py")
+
+
+def test_a_source_budget_is_shared_by_the_files_of_one_source():
+    from compat.pysource import SourceBudget, SourceTooLargeError, parse_source
+
+    budget = SourceBudget(max_bytes=1000, max_nodes=70)
+    parse_source("a;" * 10, "a.py", budget)  # 31 nodes: the module, 10 statements, 10 names, 10 contexts
+    parse_source("a;" * 10, "b.py", budget)
+    with pytest.raises(SourceTooLargeError, match="parsed up to 'c.py' add up to 93 syntax tree nodes"):
+        parse_source("a;" * 10, "c.py", budget)
+    with pytest.raises(SourceTooLargeError, match="add up to 1081 bytes, over the 1000-byte cap"):
+        SourceBudget(max_bytes=1000).spend_bytes("d.py", 1081)
