@@ -83,7 +83,7 @@ def cases(tmp: Path):
                                         value="10 ** 200000")
     yield "evaluator-200000-digit-user-int", "api", [sys.executable, "-c", program], 0
     for name, expr in PARSE_CASES.items():
-        times = 6 if "budget" in name else 1
+        times = 7 if "budget" in name else 1
         yield name, "api", [sys.executable, "-c", PARSE_PROGRAM.format(expr=expr, times=times)], 0
 
 

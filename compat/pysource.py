@@ -8,8 +8,8 @@ such token). A file over a cap is refused with ``SourceTooLargeError`` (a ``Cand
 runs, which bounds memory. A ``SourceBudget`` shared by the files of one candidate or project bounds time: their
 bytes together (checked before each parse) and the nodes of their trees together (counted after each parse; real
 code has about 0.5 nodes per estimated token, so a token cap tight enough for hostile files would refuse real
-releases). Real megatron-core 0.18.0: 476 files, 7.3 MB, 1.39 M tokens and 0.70 M nodes in all; its largest file
-(222 KB) has 40,040 tokens and 17,987 nodes.
+releases). Real megatron-core 0.19.2: 542 files, 8.8 MB and 0.86 M nodes in all, 43,578 tokens in its largest file
+(benchmarks/results/real_release_bounds.md: no release from 0.7.0 on is refused).
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ import warnings
 from .errors import CandidateError, one_line, shown
 
 MIB = 1 << 20
-MAX_FILE_BYTES = 2 * MIB  # 9x the largest real file
-MAX_FILE_TOKENS = 250_000  # 6x the largest real file; at most ~375,000 nodes, ~230 MB while parsing
-MAX_TOTAL_BYTES = 64 * MIB  # all files parsed through one SourceBudget (8.8x megatron-core 0.18.0)
-MAX_TOTAL_NODES = 1_800_000  # 2.6x megatron-core 0.18.0 (0.70 M); hostile files at the cap: ~5 CPU-s
+MAX_FILE_BYTES = 2 * MIB  # 9x the largest real file (222 KB)
+MAX_FILE_TOKENS = 250_000  # 5.7x the largest real file; at most ~375,000 nodes, ~230 MB while parsing
+MAX_TOTAL_BYTES = 64 * MIB  # all files parsed through one SourceBudget (7.3x megatron-core 0.19.2)
+MAX_TOTAL_NODES = 2_000_000  # 2.3x megatron-core 0.19.2 (0.86 M); hostile files up to the cap: ~5 CPU-s
 _TOKEN = re.compile(rb"[A-Za-z_0-9]+|[^\sA-Za-z_0-9]|\n")
 # Python refuses a decimal literal over 4300 digits, but not a hex, octal or binary one, whose value then cannot
 # be shown (str() and ast.unparse raise ValueError): refuse those of more bits than 4300 decimal digits hold.
