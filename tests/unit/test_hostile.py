@@ -1173,3 +1173,15 @@ def test_a_source_budget_is_shared_by_the_files_of_one_source():
         parse_source("a;" * 10, "c.py", budget)
     with pytest.raises(SourceTooLargeError, match="add up to 1081 bytes, over the 1000-byte cap"):
         SourceBudget(max_bytes=1000).spend_bytes("d.py", 1081)
+
+
+def test_the_checks_of_one_call_share_one_work_budget():
+    """400 checks that each build a 99,000-character string: the first ones are evaluated, the rest are counted as
+    not evaluated once the call's budget is spent (16 M characters), instead of 400 x 99 KB of work per call."""
+    body = "".join("        assert len('a' * 99000) > 0, 'never'\n" for _ in range(400))
+    source = H.dataclass_with_check("self.x > 0") + body
+    run = H.run_python(H.PRECHECK_PROGRAM.format(source=source, value="1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    assert out["checks"] == 401 and not out["fires"], out
+    assert 100 < out["evaluated"] < 200 and out["evaluated"] + out["not_evaluated"] == 401, out
