@@ -370,18 +370,5 @@ def _text(value, as_repr: bool) -> str | None:
         return None
 
 
-def shown(value) -> object:
-    """A value as a message may quote it: itself when small, else a short description of it."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
-        return f"<an int of {value.bit_length()} bits>"
-    if size(value, 1000) > 1000:
-        try:
-            count = len(value)
-        except Exception:  # noqa: BLE001  a user object without a usable len()
-            return f"<a large {type(value).__name__}>"
-        return f"<a {type(value).__name__} of {count} items>"
-    return value
-
-
-__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "parse", "render", "shown", "size",
+__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "parse", "render", "size",
            "truth", "unsupported"]

@@ -11,7 +11,7 @@ import sys
 
 from .annotations import parse
 from .errors import ConstraintError
-from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, shown, truth
+from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
 
 
@@ -92,7 +92,7 @@ def precheck(schema: Schema, kwargs: dict) -> None:
 def _shown(value):
     if isinstance(value, Dtype):
         return value.name
-    return "<unknown>" if value is UNKNOWN else shown(value)
+    return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
 __all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]
