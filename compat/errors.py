@@ -5,6 +5,7 @@ import re
 import reprlib
 
 MAX_LINE_CHARS = 2000  # what one error line shows of a message
+MAX_VALUE_CHARS = 400  # what a message shows of one value
 # C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
 # or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
@@ -33,7 +34,7 @@ def one_line(text, limit: int = MAX_LINE_CHARS) -> str:
 def _bounded_repr() -> reprlib.Repr:
     r = reprlib.Repr()
     r.maxlevel, r.maxstring, r.maxother = 4, 300, 300
-    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdict = r.maxdeque = r.maxarray = 32
+    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdict = r.maxdeque = r.maxarray = 16
     return r
 
 
@@ -45,11 +46,12 @@ def value_repr(value) -> str:
     nesting cut), and a description where repr() fails (an int past the int-to-str digit limit, an object whose
     __repr__ raises)."""
     try:
-        return _REPR.repr(value)
+        text = _REPR.repr(value)
     except Exception:  # noqa: BLE001  a user object's own __repr__, or a huge int somewhere inside
         if isinstance(value, int):
             return f"<an int of {value.bit_length()} bits>"
         return f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "...(cut)"
 
 
 def shown(text, limit: int = 200) -> str:

@@ -1068,7 +1068,7 @@ def test_errors_show_a_large_or_unshowable_value_bounded():
 
     assert value_repr(10 ** 5000) == f"<an int of {(10 ** 5000).bit_length()} bits>"  # repr() would raise
     assert value_repr([10 ** 5000]) == "<a list that cannot be shown>"
-    assert value_repr(list(range(10 ** 6))).endswith("31, ...]") and len(value_repr("a" * 10 ** 6)) <= 300
+    assert value_repr(list(range(10 ** 6))).endswith("15, ...]") and len(value_repr("a" * 10 ** 6)) <= 300
     assert value_repr({"a": [1, 2]}) == "{'a': [1, 2]}"
     error = FieldTypeError("ddp_bucket_size", [[0] * 10 ** 6] * 1000, "int")
     assert len(str(error)) < 600 and str(error).startswith("field 'ddp_bucket_size': expected int, got list [[0, 0")
