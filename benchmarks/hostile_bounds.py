@@ -31,11 +31,11 @@ TIME = "/usr/bin/time"
 LIMITS = {"seconds": 5.0, "max_rss_mib": 500.0}
 
 PARSE_CASES = {  # source expression (evaluated in the child) -> what it probes
-    "parse-largest-under-token-cap": "'a;' * 124_000",
-    "parse-just-over-token-cap": "'a;' * 125_001",
+    "parse-largest-under-token-cap": "'a;' * 99_000",
+    "parse-just-over-token-cap": "'a;' * 100_001",
     "parse-8-mib-member": "'x = 1\\n' * 1_390_000",
     "parse-hex-literal-past-digit-limit": "'x = 0x' + 'f' * 4000",
-    "parse-budget-of-one-source": "'a;' * 124_000",  # parsed through one SourceBudget until it is spent
+    "parse-budget-of-one-source": "'a;' * 99_000",  # parsed through one SourceBudget until it is spent
 }
 PARSE_PROGRAM = """
 from compat.pysource import SourceBudget, parse_source, CandidateError
@@ -83,7 +83,7 @@ def cases(tmp: Path):
                                         value="10 ** 200000")
     yield "evaluator-200000-digit-user-int", "api", [sys.executable, "-c", program], 0
     for name, expr in PARSE_CASES.items():
-        times = 7 if "budget" in name else 1
+        times = 8 if "budget" in name else 1
         yield name, "api", [sys.executable, "-c", PARSE_PROGRAM.format(expr=expr, times=times)], 0
 
 

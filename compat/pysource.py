@@ -21,9 +21,9 @@ from .errors import CandidateError, one_line, shown
 
 MIB = 1 << 20
 MAX_FILE_BYTES = 2 * MIB  # 9x the largest real file (222 KB)
-MAX_FILE_TOKENS = 250_000  # 5.7x the largest real file; at most ~375,000 nodes, ~230 MB while parsing
+MAX_FILE_TOKENS = 200_000  # 4.6x the largest real file; at most ~300,000 nodes, ~190 MB while parsing
 MAX_TOTAL_BYTES = 64 * MIB  # all files parsed through one SourceBudget (7.3x megatron-core 0.19.2)
-MAX_TOTAL_NODES = 2_000_000  # 2.3x megatron-core 0.19.2 (0.86 M); hostile files up to the cap: ~5 CPU-s
+MAX_TOTAL_NODES = 1_800_000  # 2.1x megatron-core 0.19.2 (0.86 M); hostile files up to the cap: ~4.5 CPU-s
 _TOKEN = re.compile(rb"[A-Za-z_0-9]+|[^\sA-Za-z_0-9]|\n")
 # Python refuses a decimal literal over 4300 digits, but not a hex, octal or binary one, whose value then cannot
 # be shown (str() and ast.unparse raise ValueError): refuse those of more bits than 4300 decimal digits hold.
