@@ -55,9 +55,10 @@ def value_repr(value) -> str:
 
 
 def shown(text, limit: int = 200) -> str:
-    """A name or value quoted for a message: repr() of it, cut to ``limit`` characters first."""
+    """A name or value quoted for a message: repr() of it (which escapes control characters), cut to ``limit``
+    characters first."""
     text = str(text)
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    return repr(text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters)")
 
 
 class CompatError(ValueError):
