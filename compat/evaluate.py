@@ -41,6 +41,9 @@ _NODE_COST = 64
 _FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
 
 
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
 class _TooLarge(Exception):
     """A value over a size cap: the expression's value is UNKNOWN."""
 
@@ -56,10 +59,12 @@ def size(value, limit: int = MAX_VALUE_SIZE) -> int:
             total += 5
         elif isinstance(v, int):
             total += v.bit_length() * 3 // 10 + 2
-        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+        elif type(v) in _CONTAINERS:  # exactly the builtins: a user's subclass may iterate without end
             total += 2 + 2 * len(v)
             if total <= limit:
-                stack.extend(v.items() if isinstance(v, dict) else v)
+                stack.extend(v.items() if type(v) is dict else v)
+        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+            return limit + 1  # a subclass of a container: not sized, so not used
         else:  # float, Dtype, UNKNOWN, anything else a user passed: its str is short or not used by the evaluator
             total += 25
         if total > limit:
