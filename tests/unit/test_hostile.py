@@ -1170,13 +1170,16 @@ def test_parse_source_refuses_over_its_caps_before_parsing():
 def test_a_source_budget_is_shared_by_the_files_of_one_source():
     from compat.pysource import SourceBudget, SourceTooLargeError, parse_source
 
-    budget = SourceBudget(max_bytes=1000, max_nodes=70)
-    parse_source("a;" * 10, "a.py", budget)  # 31 nodes: the module, 10 statements, 10 names, 10 contexts
-    parse_source("a;" * 10, "b.py", budget)
-    with pytest.raises(SourceTooLargeError, match="parsed up to 'c.py' add up to 93 syntax tree nodes"):
-        parse_source("a;" * 10, "c.py", budget)
+    budget = SourceBudget(max_bytes=1000, max_nodes=100)
+    parse_source("a;" * 10, "a.py", budget)  # 20 tokens; 31 nodes: the module, 10 statements, 10 names, 10 contexts
+    parse_source("a;" * 10, "b.py", budget)  # 31 + 2 x 20 reserved: within
+    assert budget.nodes == 62
+    with pytest.raises(SourceTooLargeError, match="parsed up to 'c.py' may add up to 102 syntax tree nodes"):
+        parse_source("a;" * 10, "c.py", budget)  # 62 + 2 x 20 reserved: refused before it is parsed
+    with pytest.raises(SourceTooLargeError, match="parsed up to 'd.py' add up to 4 syntax tree nodes"):
+        parse_source("a", "d.py", SourceBudget(max_nodes=3))  # 2 reserved, 4 counted
     with pytest.raises(SourceTooLargeError, match="add up to 1081 bytes, over the 1000-byte cap"):
-        SourceBudget(max_bytes=1000).spend_bytes("d.py", 1081)
+        SourceBudget(max_bytes=1000).reserve("e.py", 1081, 0)
 
 
 def test_the_checks_of_one_call_share_one_work_budget():
