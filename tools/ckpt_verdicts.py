@@ -65,19 +65,19 @@ def main(argv=None) -> int:
 
     try:
         text = render(json.loads(read_file(args.results, MAX_RESULTS_BYTES, "results file", error=CompatError)))
-    except (CompatError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        print(f"error: {one_line(f'{args.results}: {type(exc).__name__}: {exc}')}", file=sys.stderr)
-        return 3
-    out = Path(args.out)
-    if args.check:
-        current = out.read_text(encoding="utf-8") if out.exists() else ""
-        if current != text:
-            print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
-            return 1
-        return 0
-    from compat.fsutil import atomic_write_text
+        out = Path(args.out)
+        if args.check:
+            current = read_file(out, MAX_RESULTS_BYTES, "verdicts file", error=CompatError) if out.exists() else b""
+            if current != text.encode("utf-8"):
+                print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
+                return 1
+            return 0
+        from compat.fsutil import atomic_write_text
 
-    atomic_write_text(out, text)
+        atomic_write_text(out, text)
+    except (CompatError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        print(f"error: {one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 3
     return 0
 
 

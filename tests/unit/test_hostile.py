@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -1192,3 +1193,31 @@ def test_the_checks_of_one_call_share_one_work_budget():
     out = json.loads(run.stdout)
     assert out["checks"] == 401 and not out["fires"], out
     assert 100 < out["evaluated"] < 200 and out["evaluated"] + out["not_evaluated"] == 401, out
+
+
+# ------------------------------------------------------------------------------------ issue 17: install paths
+def test_an_archive_is_read_where_an_installer_puts_its_files(tmp_path):
+    """The positive side of the duplicate and decoy rows: a wheel's .data/purelib lands at the root, and an sdist
+    without one top-level directory is built from its root when that has a pyproject.toml."""
+    from compat.extract import extract_candidate
+
+    wheel = H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0", ddp="", members={
+        f"megatron_core-0.20.0.data/purelib/{DDP_PATH}": H.flipped_config()})
+    with pytest.raises(CandidateError, match="has two members at"):  # ddp="" is still a member at DDP_PATH
+        open_source(wheel)
+    purelib = tmp_path / "purelib.whl"
+    with zipfile.ZipFile(purelib, "w") as z:
+        z.writestr("megatron_core-0.20.0.dist-info/METADATA", H.metadata("0.20.0"))
+        z.writestr(f"megatron_core-0.20.0.data/purelib/{DDP_PATH}", H.flipped_config())
+    facts = extract_candidate(purelib)
+    assert facts["version"] == "0.20.0"
+    assert next(f for f in facts["ddp"]["fields"] if f["name"] == "grad_reduce_in_fp32")["default"] is True
+
+    root_sdist = _put(tmp_path, "x.tar", H.sdist_bytes([
+        H.tar_member("pyproject.toml", b"[project]\nname = 'megatron-core'\n"),
+        H.tar_member("PKG-INFO", H.metadata("0.20.0").encode()),
+        H.tar_member(DDP_PATH, H.flipped_config().encode()),
+        H.tar_member("docs/megatron/core/distributed/distributed_data_parallel_config.py", H.config_source().encode())]))
+    source = open_source(root_sdist)
+    assert source.package_root() == "" and source.metadata()["Version"] == "0.20.0"
+    assert b"grad_reduce_in_fp32: bool = True" in source.read_relative(DDP_PATH)
