@@ -16,14 +16,29 @@ MICRO_BATCH = 2  # sequences per data-parallel rank and step
 
 
 def build_configs(variant: dict):
-    """The three configs through compat: the optimizer first, DDP from it (FP32 resolver, cross rules)."""
+    """The three configs through compat: the optimizer first, DDP from it (FP32 resolver, cross rules).
+
+    A field the plan pinned to an older release's default (``variant["pinned"]``) that this release refuses when
+    building (its __post_init__ names it) is left at this release's default, and the refusal is recorded."""
     import compat
 
-    overrides = variant["overrides"]
-    tf = compat.build_transformer_config(overrides["transformer"])
-    opt = compat.build_optimizer_config(overrides["optimizer"])
-    ddp = compat.build_ddp_config(overrides["ddp"], opt)
-    return tf, opt, ddp
+    overrides = {k: dict(v) for k, v in variant["overrides"].items()}
+    pinned = {k: set(v) for k, v in (variant.get("pinned") or {}).items()}
+    refused = {}
+    while True:
+        try:
+            tf = compat.build_transformer_config(overrides["transformer"])
+            opt = compat.build_optimizer_config(overrides["optimizer"])
+            return tf, opt, compat.build_ddp_config(overrides["ddp"], opt), refused
+        except Exception as exc:  # the release's own check (a ValueError, an AssertionError, a CompatError)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            named = [(key, name) for key, names in pinned.items() for name in names if name in message]
+            if not named:
+                raise
+            for key, name in named:
+                overrides[key].pop(name, None)
+                pinned[key].discard(name)
+                refused[f"{key}.{name}"] = f"{type(exc).__name__}: {message[:200]}"
 
 
 def _values(obj) -> dict:
@@ -150,8 +165,9 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
     parallel_state.initialize_model_parallel(tp, 1)
     tensor_parallel.model_parallel_cuda_manual_seed(plan["seed"])
     seed = plan["seed"]
-    tf, opt_cfg, ddp_cfg = build_configs(variant)
-    rec = {"id": variant["id"], "tp": tp, "built": {"transformer": _values(tf), "optimizer": _values(opt_cfg),
+    tf, opt_cfg, ddp_cfg, refused = build_configs(variant)
+    rec = {"id": variant["id"], "tp": tp, "pinned_refused": refused, "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
+           "dp_rank": parallel_state.get_data_parallel_rank(), "built": {"transformer": _values(tf), "optimizer": _values(opt_cfg),
                                                     "ddp": _values(ddp_cfg)}}
     module = _gpt_model(tf)
     rec["initial_sha256"] = load_initial_weights(module, seed)
@@ -174,7 +190,7 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
         loss = losses.float().mean()
         loss.backward()
         ddp.finish_grad_sync()
-        grads = {name: p.main_grad.detach().float().clone() for name, p in params}
+        grads = reduced_grads(ddp, params, ddp_cfg.use_distributed_optimizer)
         ok, grad_norm, zeros = _step(opt)
         mean_loss = loss.detach().clone()
         dist.all_reduce(mean_loss, group=parallel_state.get_data_parallel_group())
@@ -193,6 +209,37 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
     rec["param_names"] = [name for name, _ in params]
     rec["raw_param_names"] = [n for n, _ in module.named_parameters()]
     return rec, {"steps": tensors}
+
+
+def reduced_grads(ddp, params, sharded: bool) -> dict:
+    """{stable name: fp32 copy of the param's reduced grad} after finish_grad_sync. With the distributed optimizer
+    each rank holds only its shard of every bucket reduced; the shards are all-gathered here (into a copy)."""
+    import torch
+    import torch.distributed as dist
+
+    from megatron.core import parallel_state
+
+    group = parallel_state.get_data_parallel_group()
+    dp_rank, dp_size = dist.get_rank(group), dist.get_world_size(group)
+    full = {}
+    for buf in _buffers(ddp):
+        data = buf.grad_data.detach().float().clone()
+        if sharded:
+            for bucket in buf.buckets:
+                n = bucket.grad_data.numel()
+                shard = n // dp_size
+                off = bucket.grad_data.storage_offset() - buf.grad_data.storage_offset()
+                mine = data[off + dp_rank * shard:off + (dp_rank + 1) * shard].contiguous()
+                parts = [torch.empty_like(mine) for _ in range(dp_size)]
+                dist.all_gather(parts, mine, group=group)
+                data[off:off + shard * dp_size] = torch.cat(parts)
+        full[id(buf)] = (buf, data)
+    out = {}
+    for name, p in params:
+        buf, data = next(v for v in full.values() if p in v[0].param_index_map)
+        start, end = buf.param_index_map[p][:2]
+        out[name] = data[start:end].view(p.shape).clone()
+    return out
 
 
 def _step(opt):
