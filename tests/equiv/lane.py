@@ -40,7 +40,6 @@ EXPECTED = os.path.join(HERE, "expected.yaml")
 RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
 TRAINING_DATA = os.path.join(REPO_ROOT, "compat", "data", "training_lane.json")
 CONFIGS = ("transformer", "optimizer", "ddp")
-VARIANTS = ("canonical", "defaults")
 
 
 def work_dir() -> str:
@@ -112,6 +111,23 @@ def drifting_defaults(versions: list[str], user: dict) -> dict:
     return out
 
 
+def variant_ids() -> list[str]:
+    return [v["id"] for v in _user_config()["variants"]]
+
+
+def control_problems(record: dict) -> list[str]:
+    """A control variant must differ from the variant it controls on the same pin: else the lane cannot see the
+    change it makes (here: grads reduced in bf16 instead of fp32), let alone a release's."""
+    problems = []
+    for v in record["plan"]["variants"]:
+        base = v.get("control_of")
+        a, b = record["variants"].get(base), record["variants"].get(v["id"])
+        if base and a and b and diffs.first_difference(a, b) is None:
+            problems.append(f"control {v['id']!r} is bit-identical to {base!r} on {record['version']}: the "
+                            "comparison is blind")
+    return problems
+
+
 def plan_for(version: str, versions: list[str]) -> dict:
     """What the worker runs on ``version``: per variant the overrides, and what compat sends from them."""
     from compat.errors import CompatError
@@ -120,10 +136,11 @@ def plan_for(version: str, versions: list[str]) -> dict:
     user = _user_config()
     pinned = drifting_defaults(versions, user)
     variants = []
-    for vid in VARIANTS:
-        overrides = {k: dict(user[k]) for k in CONFIGS}
+    for spec in user["variants"]:
+        vid = spec["id"]
+        overrides = {k: {**user[k], **spec.get(k, {})} for k in CONFIGS}
         left_out, kept = {}, {k: [] for k in CONFIGS}
-        if vid == "canonical":
+        if spec.get("pin_drifting_defaults"):
             for key in CONFIGS:
                 for name, value in pinned[key].items():
                     trial = {**overrides, key: {**overrides[key], name: value}}
@@ -137,8 +154,8 @@ def plan_for(version: str, versions: list[str]) -> dict:
                         overrides = trial
                         kept[key].append(name)
         sent = resolve_configs(version=version, **overrides).kwargs()
-        variants.append({"id": vid, "tp": 1, "overrides": overrides, "pinned": kept, "sent": sent,
-                         "not_pinned": left_out})
+        variants.append({"id": vid, "tp": spec.get("tp", 1), "overrides": overrides, "pinned": kept, "sent": sent,
+                         "not_pinned": left_out, "control_of": spec.get("control_of")})
     return {"version": version, "seed": user["seed"], "steps": user["steps"], "world_size": user["world_size"],
             "variants": variants}
 
@@ -218,6 +235,7 @@ def run_pin(args) -> int:
     record = {"version": args.version, "backend": args.backend, "world_size": world_size,
               "launcher": "torchrun" if args.torchrun else "fork", "plan": plan, "run": facts,
               **merge_ranks(plan, out_dir, world_size)}
+    record["problems"] += control_problems(record)
     if facts["timed_out"]:
         record["problems"].append(f"the run did not finish in {args.timeout:.0f} s; its process group was killed")
     if set(record["variants"]) != {v["id"] for v in plan["variants"]}:
@@ -290,7 +308,7 @@ def compare_pair(old: dict, new: dict, entries: list[dict]) -> dict:
            "variants": {}, "problems": old["problems"] + new["problems"],
            "gate": gate_changes(old["version"], new["version"])}
     plans = {(r["version"], v["id"]): v for r in (old, new) for v in r["plan"]["variants"]}
-    for vid in VARIANTS:
+    for vid in variant_ids():
         a, b = old["variants"].get(vid), new["variants"].get(vid)
         if a is None or b is None:
             row["problems"].append(f"{vid}: no record on {old['version'] if a is None else new['version']}")

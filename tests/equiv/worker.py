@@ -204,6 +204,8 @@ def local_norm_without_apex() -> list[str]:
             continue
     from megatron.core.fusions.fused_layer_norm import FusedLayerNorm
 
+    for name in ("megatron.core.models.gpt.gpt_layer_specs", "megatron.core.transformer.transformer_block"):
+        importlib.import_module(name)  # the modules that bind a norm class at import: loaded before the scan
     rebound = []
     for module_name, module in list(sys.modules.items()):  # LNImpl, LayerNormImpl, ... in every module binding it
         if not module_name.startswith("megatron") or module is None or module_name.endswith("fused_layer_norm"):
