@@ -226,8 +226,11 @@ def run_pin(args) -> int:
     for name in os.listdir(out_dir):  # a previous run's files must not pass for this one's
         os.unlink(os.path.join(out_dir, name))
     plan_path = os.path.join(out_dir, "plan.json")
-    _write_json(plan_path, plan)
     world_size = args.world_size or plan["world_size"]
+    plan["skipped"] = {v["id"]: f"tensor parallel {v['tp']} does not divide {world_size} ranks"
+                       for v in plan["variants"] if world_size % v["tp"]}
+    plan["variants"] = [v for v in plan["variants"] if v["id"] not in plan["skipped"]]
+    _write_json(plan_path, plan)
     cmd = worker_command(args.python, plan_path, out_dir, backend=args.backend, world_size=world_size,
                          torchrun=args.torchrun)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -310,6 +313,8 @@ def compare_pair(old: dict, new: dict, entries: list[dict]) -> dict:
     plans = {(r["version"], v["id"]): v for r in (old, new) for v in r["plan"]["variants"]}
     for vid in variant_ids():
         a, b = old["variants"].get(vid), new["variants"].get(vid)
+        if any(vid in r["plan"].get("skipped", {}) for r in (old, new)):
+            continue
         if a is None or b is None:
             row["problems"].append(f"{vid}: no record on {old['version'] if a is None else new['version']}")
             continue
@@ -333,7 +338,8 @@ def run_compare(args) -> int:
     records = {v: _read_json(os.path.join(work_dir(), v, "record.json")) for v in versions}
     missing = [v for v, r in records.items() if r is None]
     present = [v for v in versions if records[v] is not None]
-    results = _read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {}) or {}
+    stem = "equivalence" if args.backend == "gloo" else f"equivalence_{args.backend}"
+    results = _read_json(os.path.join(RESULTS_DIR, f"{stem}.json"), {}) or {}
     results["about"] = ("equivalence lane: one canonical config, identical initial weights and batches, trained "
                         "on adjacent megatron-core pins (tests/equiv/lane.py)")
     results["config"] = _user_config()
@@ -364,10 +370,10 @@ def run_compare(args) -> int:
     results["before_first"] = doc.get("before_first") or []
     results["first_pin"] = doc["first_pin"]
     if not args.no_record:
-        _write_json(os.path.join(RESULTS_DIR, "equivalence.json"), results)
+        _write_json(os.path.join(RESULTS_DIR, f"{stem}.json"), results)
         from compat.fsutil import atomic_write_text
 
-        atomic_write_text(os.path.join(RESULTS_DIR, "equivalence.md"), render_markdown(results))
+        atomic_write_text(os.path.join(RESULTS_DIR, f"{stem}.md"), render_markdown(results))
     if missing and args.require_all:
         failed.append(f"no record for {', '.join(missing)} (run their equiv-<version> sessions)")
     for line in failed:
@@ -509,6 +515,8 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare", help="compare adjacent pins' records, write benchmarks/results/equivalence.*")
     c.add_argument("--no-record", action="store_true")
     c.add_argument("--require-all", action="store_true", help="fail when a lane pin has no record")
+    c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"),
+                   help="which results file: equivalence.json (gloo) or equivalence_nccl.json")
     sub.add_parser("table", help="re-render equivalence.md from equivalence.json")
     d = sub.add_parser("verdicts", help="write compat/data/training_lane.json from equivalence.json")
     d.add_argument("--check", action="store_true")

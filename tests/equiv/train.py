@@ -57,14 +57,14 @@ def _values(obj) -> dict:
     return out
 
 
-def _gpt_model(tf_config):
+def _gpt_model(tf_config, device):
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.models.gpt.gpt_model import GPTModel
     from megatron.core.transformer.module import Float16Module
 
     model = GPTModel(config=tf_config, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=VOCAB,
                      max_sequence_length=SEQ, position_embedding_type="learned_absolute")
-    return Float16Module(tf_config, model)
+    return Float16Module(tf_config, model.to(device))  # built on the CPU (use_cpu_initialization), as Megatron's get_model moves it
 
 
 def _wrap_ddp(tf_config, ddp_config, module):
@@ -169,7 +169,7 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
     rec = {"id": variant["id"], "tp": tp, "pinned_refused": refused, "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
            "dp_rank": parallel_state.get_data_parallel_rank(), "built": {"transformer": _values(tf), "optimizer": _values(opt_cfg),
                                                     "ddp": _values(ddp_cfg)}}
-    module = _gpt_model(tf)
+    module = _gpt_model(tf, device)
     rec["initial_sha256"] = load_initial_weights(module, seed)
     ddp = _wrap_ddp(tf, ddp_cfg, module)
     opt = get_megatron_optimizer(opt_cfg, [ddp])

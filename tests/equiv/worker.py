@@ -133,6 +133,7 @@ def _rank(rank, world_size, local_rank, backend, init, plan, out_dir):
 
             patches += cpu_patches.apply(version)
             patches += cpu_rng_tracker()
+        if "emulate_fused_adam" in patches:  # its stand-in apex package misleads the local spec on GPU hosts too
             patches += local_norm_without_apex()
         patches += lane_patches.after_megatron(backend, emulating="emulate_fused_adam" in patches)
         result["patches"] = patches
