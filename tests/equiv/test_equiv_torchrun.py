@@ -2,7 +2,9 @@
 
 Runs in the `equiv` session (a lane venv: torch + megatron-core); the `unit` session has neither and skips here.
 1. The DDP harness's tests under torchrun, each pytest process a rank (as Megatron-LM runs its unit tests).
-2. The equivalence worker under torchrun gives the same bits as with forked ranks.
+2. The equivalence worker under torchrun gives the same bits as with forked ranks (the forked record of the
+   `equiv-<version>` session that ran before, when the work dir has it; else a forked run here).
+3. The checkpoint lane's worker under torchrun: save and load the plain optimizer, every byte exact.
 """
 from __future__ import annotations
 
@@ -65,14 +67,46 @@ def _pin_record(work, *launcher_args) -> dict:
 
 
 def test_equivalence_worker_under_torchrun_gives_the_forked_bits(tmp_path):
+    from compat.version import installed_version
+
     lane = _lane()
     torchrun = _pin_record(tmp_path / "torchrun", "--torchrun")
     assert torchrun["launcher"] == "torchrun"
     assert {r["init_method"] for r in torchrun["ranks"]} == {"env"}
-    forked = _pin_record(tmp_path / "fork")
+    session = lane._read_json(os.path.join(lane.work_dir(), installed_version(), "record.json"))
+    same_plan = session is not None and session["plan"] == torchrun["plan"] and session["launcher"] == "fork"
+    forked = session if same_plan else _pin_record(tmp_path / "fork")
     assert {r["init_method"] for r in forked["ranks"]} == {"file"}
     for vid in lane.variant_ids():
         a, b = forked["variants"][vid], torchrun["variants"][vid]
         assert len(a["steps"]) == forked["plan"]["steps"] > 0
         assert lane.diffs.first_difference(a, b) is None, lane.diffs.describe(lane.diffs.first_difference(a, b))
         assert a["memory"] == b["memory"]
+
+
+def _ckpt_side(tmp_path, side, *extra) -> dict:
+    worker = os.path.join(REPO_ROOT, "tests", "ckpt", "worker.py")
+    out, ranks = str(tmp_path / f"{side}.json"), str(tmp_path / f"{side}-ranks")
+    common = [side, "--ckpt", str(tmp_path / "ckpt"), "--out", out, *extra]
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           worker, *common, "--rank-dir", ranks], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=TIMEOUT, env=_env())
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    subprocess.run([sys.executable, worker, *common, "--collect", ranks], check=True, timeout=120, env=_env())
+    with open(out, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def test_checkpoint_worker_under_torchrun_saves_and_loads_exactly(tmp_path):
+    sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "ckpt"))
+    spec = importlib.util.spec_from_file_location("ckpt_lane", os.path.join(REPO_ROOT, "tests", "ckpt", "lane.py"))
+    ckpt_lane = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ckpt_lane)
+    save = _ckpt_side(tmp_path, "save", "--only", "plain")
+    assert save["launcher"] == "torchrun" and [p["id"] for p in save["plan"]] == ["plain"]
+    with open(tmp_path / "plan.json", "w", encoding="utf-8") as fh:
+        json.dump({"plan": save["plan"]}, fh)
+    load = _ckpt_side(tmp_path, "load", "--plan", str(tmp_path / "plan.json"))
+    verdict = ckpt_lane.evaluate("plain", save, load, str(tmp_path))
+    assert verdict["result"] == "exact", verdict
+    assert verdict["checks"]["fresh_differs"] and verdict["checks"]["entries"] > 0
