@@ -128,6 +128,20 @@ def control_problems(record: dict) -> list[str]:
     return problems
 
 
+def controls(record: dict) -> dict:
+    """Per control variant: where it first parts from the variant it controls on this pin, and by how much."""
+    out = {}
+    for v in record["plan"]["variants"]:
+        base = v.get("control_of")
+        a, b = record["variants"].get(base), record["variants"].get(v["id"])
+        if base and a and b:
+            first = diffs.first_difference(a, b)
+            out[v["id"]] = {"of": base, "first": diffs.describe(first),
+                            "size": diffs.size(first, a.get("tensors"), b.get("tensors")) if first else None,
+                            "loss_gap": diffs.loss_gap(a, b)["max_abs"], "memory": diffs.memory_changes(a, b)}
+    return out
+
+
 def plan_for(version: str, versions: list[str]) -> dict:
     """What the worker runs on ``version``: per variant the overrides, and what compat sends from them."""
     from compat.errors import CompatError
@@ -353,7 +367,10 @@ def run_compare(args) -> int:
                               "losses": {vid: [s["loss"] for s in rv["steps"]] for vid, rv in r["variants"].items()},
                               "memory_rank0": {vid: rv["memory"][0] for vid, rv in r["variants"].items()},
                               "not_pinned": {v2["id"]: v2["not_pinned"] for v2 in r["plan"]["variants"]
-                                             if v2["not_pinned"]}}
+                                             if v2["not_pinned"]},
+                              "refused_by_release": {vid: rv["pinned_refused"] for vid, rv in r["variants"].items()
+                                                     if rv.get("pinned_refused")},
+                              "controls": controls(r)}
     failed = []
     for a, b in zip(versions, versions[1:]):
         if records[a] is None or records[b] is None:
@@ -374,6 +391,8 @@ def run_compare(args) -> int:
         from compat.fsutil import atomic_write_text
 
         atomic_write_text(os.path.join(RESULTS_DIR, f"{stem}.md"), render_markdown(results))
+        if args.backend == "gloo":  # the gate's Training section reads the CPU lane's verdicts
+            atomic_write_text(TRAINING_DATA, verdicts_text(results))
     if missing and args.require_all:
         failed.append(f"no record for {', '.join(missing)} (run their equiv-<version> sessions)")
     for line in failed:
@@ -397,10 +416,10 @@ def _size_text(size: dict | None) -> str:
         return ""
     if "max_abs" in size and size.get("max_abs") is not None:
         rel = size.get("rel_l2")
-        return (f"max |Δ| {size['max_abs']:.3g}" + (f", rel. L2 {rel:.3g}" if rel is not None else "")
+        return (f"max abs Δ {size['max_abs']:.3g}" + (f", rel. L2 {rel:.3g}" if rel is not None else "")
                 + f", {size['elements_differ']}/{size['elements']} elements")
     if size.get("abs") is not None:
-        return f"|Δ| {size['abs']:.3g} (rel. {size['rel']:.3g})"
+        return f"abs Δ {size['abs']:.3g} (rel. {size['rel']:.3g})"
     return size.get("note", "")
 
 
@@ -436,8 +455,9 @@ def render_markdown(results: dict) -> str:
              f"{results['config']['world_size']} gloo ranks, trained {results['config']['steps']} steps from the "
              "same initial weights (by stable parameter name) on the same token batches. Compared bit for bit: "
              "loss, every reduced grad, grad norm, zeros in grads, every parameter after each step.", "",
-             "Variants: **canonical** sends the user's fields plus every field whose default drifts between lane "
-             "pins at the oldest lane pin's value; **defaults** sends the user's fields only.", "",
+             "Variants (`tests/equiv/config.json`): " + "; ".join(f"**{v['id']}**: {v['why']}"
+                                                              for v in results["config"].get("variants", [])) + ".",
+             "",
              "| pair | variant | result | first difference | size | largest loss gap | gate: config changes | "
              "compat sent differently | memory |", "|---|---|---|---|---|---|---|---|---|"]
     for row in results.get("pairs", {}).values():
@@ -450,7 +470,8 @@ def render_markdown(results: dict) -> str:
                          f"{_size_text(v['size'])} | {gap['max_abs']:.3g} | {_gate_text(row['gate'])} | "
                          f"{_changes_text(v['sent'])} | {memory} |")
     lines += ["", "| pin | launcher | wall s | CPU s | canonical losses (first, last) | rank-0 bytes "
-              "(param buffer, grad buffer, main params, optimizer state) |", "|---|---|---|---|---|---|"]
+              "(param buffer, grad buffer, main params, optimizer state) | control: first difference, size |",
+              "|---|---|---|---|---|---|---|"]
     for version, pin in results.get("pins", {}).items():
         losses = pin["losses"].get("canonical") or []
         mem = pin["memory_rank0"].get("canonical") or {}
@@ -458,7 +479,13 @@ def render_markdown(results: dict) -> str:
                      f"{pin['cpu_s']} | {losses[0]:.6f}, {losses[-1]:.6f} | " if losses else
                      f"| {version} | {pin['launcher']} | {pin['wall_s']} | {pin['cpu_s']} | – | ")
         lines[-1] += ", ".join(str(mem.get(k, "–")) for k in ("param_buffer_bytes", "grad_buffer_bytes",
-                                                              "main_param_bytes", "optimizer_state_bytes")) + " |"
+                                                              "main_param_bytes", "optimizer_state_bytes")) + " | "
+        lines[-1] += "; ".join(f"{vid} vs {c['of']}: {c['first']}, {_size_text(c['size'])}, largest loss gap "
+                               f"{c['loss_gap']:.3g}" for vid, c in pin.get("controls", {}).items()) + " |"
+    for version, pin in results.get("pins", {}).items():
+        for vid, fields in pin.get("refused_by_release", {}).items():
+            lines += ["", f"On {version} the `{vid}` variant leaves {', '.join(f'`{f}`' for f in sorted(fields))} "
+                      f"at the release's default: the release refuses the older default ({next(iter(fields.values()))})."]
     lines += ["", f"The lane starts at {results.get('first_pin')} (`first_pin` in `tests/equiv/expected.yaml`)."]
     for entry in results.get("before_first") or []:
         lines.append(f"- {entry['version']}: {entry['why']}")
@@ -487,11 +514,14 @@ def verdicts(results: dict) -> dict:
                      "equivalence.json; do not edit)", "pairs": pairs}
 
 
+def verdicts_text(results: dict) -> str:
+    return json.dumps(verdicts(results), indent=1, sort_keys=True) + "\n"
+
+
 def run_verdicts(args) -> int:
     from compat.fsutil import atomic_write_text
 
-    text = json.dumps(verdicts(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {})), indent=1,
-                      sort_keys=True) + "\n"
+    text = verdicts_text(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {}))
     if args.check:
         with open(TRAINING_DATA, encoding="utf-8") as fh:
             same = fh.read() == text
