@@ -5,38 +5,17 @@ itself is ``nox -s equiv``: one tiny GPTModel, the same weights, batches and con
 """
 from __future__ import annotations
 
-from .. import version as _v
-from ..errors import VersionError
-from ..registry import load_json
-from .markdown import md_code, md_prose
+from .lanes import pair_for
+from .markdown import bullet_section, md_code, md_prose
 
 VARIANT_NAMES = {"canonical": "the canonical config (drifting defaults pinned)",
                  "defaults": "each release's own defaults"}
 
 
-def _same(a, b) -> bool:
-    return not _v.is_newer(a, b) and not _v.is_newer(b, a)
-
-
 def lane_verdict(candidate: str | None, against: str) -> dict | None:
     """The lane's pair that ends on ``candidate`` (from ``against`` when there is one), a "not run" record naming the
     session that would produce it, or None when nothing can be said (no PEP 440 version, nothing newer)."""
-    if not candidate:
-        return None
-    try:
-        _v.parse(candidate)
-    except VersionError:
-        return None
-    try:
-        pairs = load_json("training_lane.json")["pairs"]
-    except (OSError, ValueError, KeyError):
-        pairs = []
-    into = [p for p in pairs if _same(p["new"], candidate)]
-    if into:
-        return {**next((p for p in into if _same(p["old"], against)), into[-1]), "status": "measured"}
-    if _v.is_newer(candidate, against):
-        return {"old": against, "new": candidate, "status": "not run", "session": "equiv"}
-    return None
+    return pair_for(candidate, against, "training_lane.json", "old", "new", "equiv")
 
 
 def sentences(verdict: dict | None) -> list[str]:
@@ -45,7 +24,8 @@ def sentences(verdict: dict | None) -> list[str]:
         return []
     old, new = md_code(verdict["old"]), md_code(verdict["new"])
     if verdict["status"] == "not run":
-        return [f"no equivalence-lane result for {old} → {new} yet: after `--accept`, run `nox -s {verdict['session']}`"]
+        return [f"no equivalence-lane result for {old} → {new} yet: after `--accept`, run "
+                f"`nox -s {verdict['session']}`"]
     lines = []
     for vid, v in verdict["variants"].items():
         name = VARIANT_NAMES.get(vid, md_code(vid))
@@ -54,13 +34,13 @@ def sentences(verdict: dict | None) -> list[str]:
                          "parameters at every step)")
         else:
             why = f": {md_prose(v['why'])}" if v.get("why") else ""
-            flag = "" if v["status"] == "expected" else "**"
+            flag = "" if v["status"] == "expected" else "UNEXPECTED: "
             lines.append(f"{flag}training with {name} differs between {old} and {new} from "
-                         f"{md_prose(v['first'])}{flag} ({md_prose(v['status'])}){why}")
+                         f"{md_prose(v['first'])} ({md_prose(v['status'])}){why}")
     return lines
 
 
 def markdown_section(report) -> list[str]:
     """The report's "Training" section (empty when there is nothing to say)."""
     lines = sentences(lane_verdict(report.facts.get("version"), report.against))
-    return ["", "## Training", "", *[f"- {line}" for line in lines]] if lines else []
+    return bullet_section("Training", lines)

@@ -250,19 +250,9 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
     finally:
         result["children_reaped"] = _reap_own_children()
         result["total_s"] = round(time.perf_counter() - t_start, 3)
-        tmp = os.path.join(out_dir, f"rank{rank}.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, default=str)
-        os.replace(tmp, os.path.join(out_dir, f"rank{rank}.json"))
-        try:
-            import torch.distributed as dist
+    import launch
 
-            if result["error"] is None and dist.is_initialized():
-                dist.barrier()
-                dist.destroy_process_group()
-        except Exception:
-            pass
-    os._exit(0 if result["error"] is None else 1)
+    launch.finish_rank(result, out_dir)
 
 
 def _reap_own_children() -> list[str]:

@@ -484,8 +484,9 @@ def render_markdown(results: dict) -> str:
                                f"{c['loss_gap']:.3g}" for vid, c in pin.get("controls", {}).items()) + " |"
     for version, pin in results.get("pins", {}).items():
         for vid, fields in pin.get("refused_by_release", {}).items():
-            lines += ["", f"On {version} the `{vid}` variant leaves {', '.join(f'`{f}`' for f in sorted(fields))} "
-                      f"at the release's default: the release refuses the older default ({next(iter(fields.values()))})."]
+            names = ", ".join(f"`{f}`" for f in sorted(fields))
+            lines += ["", f"On {version} the `{vid}` variant leaves {names} at the release's default: the release "
+                      f"refuses the older default ({next(iter(fields.values()))})."]
     lines += ["", f"The lane starts at {results.get('first_pin')} (`first_pin` in `tests/equiv/expected.yaml`)."]
     for entry in results.get("before_first") or []:
         lines.append(f"- {entry['version']}: {entry['why']}")

@@ -6,8 +6,7 @@ mapped through ``names.canonical_name`` where a release renamed a module.
 """
 from __future__ import annotations
 
-import inspect
-
+import ddp_harness
 import names
 
 VOCAB = 128
@@ -64,18 +63,8 @@ def _gpt_model(tf_config, device):
 
     model = GPTModel(config=tf_config, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=VOCAB,
                      max_sequence_length=SEQ, position_embedding_type="learned_absolute")
-    return Float16Module(tf_config, model.to(device))  # built on the CPU (use_cpu_initialization), as Megatron's get_model moves it
-
-
-def _wrap_ddp(tf_config, ddp_config, module):
-    from megatron.core import parallel_state
-    from megatron.core.distributed import DistributedDataParallel
-
-    params = inspect.signature(DistributedDataParallel.__init__).parameters
-    kwargs = {}
-    if "data_parallel_group" in params:
-        kwargs["data_parallel_group"] = parallel_state.get_data_parallel_group(with_context_parallel=True)
-    return DistributedDataParallel(tf_config, ddp_config, module, **kwargs)
+    # built on the CPU (use_cpu_initialization); moved to the rank's device as Megatron's get_model does
+    return Float16Module(tf_config, model.to(device))
 
 
 def load_initial_weights(module, seed: int) -> dict:
@@ -112,26 +101,18 @@ def batch(step: int, seed: int, dp_rank: int, dp_size: int):
     return mine[:, :-1].contiguous(), mine[:, 1:].contiguous()
 
 
-def _buffers(ddp):
-    return list(getattr(ddp, "buffers", [])) + list(getattr(ddp, "expert_parallel_buffers", []) or [])
-
-
-def _inner_optimizers(opt):
-    return list(getattr(opt, "chained_optimizers", None) or [opt])
-
-
 def memory(ddp, opt, device) -> dict:
     """Bytes per rank: DDP param and grad buffers, the optimizer's fp32 main params and its state (CPU: these are
     the measurable allocation; on CUDA the allocator's peak is added)."""
     import torch
 
     out = {"param_buffer_bytes": 0, "grad_buffer_bytes": 0, "main_param_bytes": 0, "optimizer_state_bytes": 0}
-    for buf in _buffers(ddp):
+    for buf in ddp_harness._buffers(ddp):
         if getattr(buf, "param_data", None) is not None:
             out["param_buffer_bytes"] += buf.param_data.numel() * buf.param_data.element_size()
         out["grad_buffer_bytes"] += buf.grad_data.numel() * buf.grad_data.element_size()
     seen = set()
-    for inner in _inner_optimizers(opt):
+    for inner in ddp_harness._inner_optimizers(opt):
         torch_opt = inner.optimizer
         for group in torch_opt.param_groups:
             for p in group["params"]:
@@ -148,7 +129,7 @@ def memory(ddp, opt, device) -> dict:
 
 def _dtype_of_buffers(ddp) -> list[dict]:
     return [{"param_dtype": str(b.param_dtype).replace("torch.", ""), "grad_dtype": str(b.grad_dtype).replace(
-        "torch.", ""), "numel": int(b.grad_data.numel())} for b in _buffers(ddp)]
+        "torch.", ""), "numel": int(b.grad_data.numel())} for b in ddp_harness._buffers(ddp)]
 
 
 def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -> tuple[dict, dict]:
@@ -166,14 +147,16 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
     tensor_parallel.model_parallel_cuda_manual_seed(plan["seed"])
     seed = plan["seed"]
     tf, opt_cfg, ddp_cfg, refused = build_configs(variant)
-    rec = {"id": variant["id"], "tp": tp, "pinned_refused": refused, "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
-           "dp_rank": parallel_state.get_data_parallel_rank(), "built": {"transformer": _values(tf), "optimizer": _values(opt_cfg),
-                                                    "ddp": _values(ddp_cfg)}}
+    rec = {"id": variant["id"], "tp": tp, "pinned_refused": refused,
+           "tp_rank": parallel_state.get_tensor_model_parallel_rank(),
+           "dp_rank": parallel_state.get_data_parallel_rank(),
+           "built": {"transformer": _values(tf), "optimizer": _values(opt_cfg), "ddp": _values(ddp_cfg)}}
     module = _gpt_model(tf, device)
     rec["initial_sha256"] = load_initial_weights(module, seed)
-    ddp = _wrap_ddp(tf, ddp_cfg, module)
+    ddp = ddp_harness._wrap_ddp(tf, ddp_cfg, module)
     opt = get_megatron_optimizer(opt_cfg, [ddp])
-    rec["optimizer"] = [type(opt).__name__] + [type(i.optimizer).__name__ for i in _inner_optimizers(opt)]
+    inner = ddp_harness._inner_optimizers(opt)
+    rec["optimizer"] = [type(opt).__name__] + [type(i.optimizer).__name__ for i in inner]
     rec["buffers"] = _dtype_of_buffers(ddp)
     dp_rank = parallel_state.get_data_parallel_rank()
     dp_size = parallel_state.get_data_parallel_world_size()
@@ -214,29 +197,16 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
 def reduced_grads(ddp, params, sharded: bool) -> dict:
     """{stable name: fp32 copy of the param's reduced grad} after finish_grad_sync. With the distributed optimizer
     each rank holds only its shard of every bucket reduced; the shards are all-gathered here (into a copy)."""
-    import torch
     import torch.distributed as dist
 
     from megatron.core import parallel_state
 
     group = parallel_state.get_data_parallel_group()
-    dp_rank, dp_size = dist.get_rank(group), dist.get_world_size(group)
-    full = {}
-    for buf in _buffers(ddp):
-        data = buf.grad_data.detach().float().clone()
-        if sharded:
-            for bucket in buf.buckets:
-                n = bucket.grad_data.numel()
-                shard = n // dp_size
-                off = bucket.grad_data.storage_offset() - buf.grad_data.storage_offset()
-                mine = data[off + dp_rank * shard:off + (dp_rank + 1) * shard].contiguous()
-                parts = [torch.empty_like(mine) for _ in range(dp_size)]
-                dist.all_gather(parts, mine, group=group)
-                data[off:off + shard * dp_size] = torch.cat(parts)
-        full[id(buf)] = (buf, data)
+    buffers = ddp_harness._buffers(ddp)
+    full = ddp_harness._reduced_grads(ddp, sharded, dist.get_rank(group), dist.get_world_size(group), group=group)
     out = {}
     for name, p in params:
-        buf, data = next(v for v in full.values() if p in v[0].param_index_map)
+        buf, data = next((b, d) for b, d in zip(buffers, full) if p in b.param_index_map)
         start, end = buf.param_index_map[p][:2]
         out[name] = data[start:end].view(p.shape).clone()
     return out

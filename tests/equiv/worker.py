@@ -151,22 +151,8 @@ def _rank(rank, world_size, local_rank, backend, init, plan, out_dir):
             torch.save(tensors, os.path.join(out_dir, f"rank{rank}-{variant['id']}.pt"))
     except BaseException:
         result["error"] = traceback.format_exc()
-    finally:
-        result["total_s"] = round(time.perf_counter() - t_start, 3)
-        tmp = os.path.join(out_dir, f"rank{rank}.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, default=str)
-        os.replace(tmp, os.path.join(out_dir, f"rank{rank}.json"))
-        try:
-            import torch.distributed as dist
-
-            if result["error"] is None and dist.is_initialized():
-                dist.barrier()
-                dist.destroy_process_group()
-        except Exception:
-            pass
-    sys.stdout.flush()
-    os._exit(0 if result["error"] is None else 1)
+    result["total_s"] = round(time.perf_counter() - t_start, 3)
+    launch.finish_rank(result, out_dir)
 
 
 def cpu_rng_tracker() -> list[str]:

@@ -386,7 +386,7 @@ def _describe_buffer(buf):
     }
 
 
-def _reduced_grads(ddp, use_dist_opt, rank, world_size):
+def _reduced_grads(ddp, use_dist_opt, rank, world_size, group=None):
     """fp32 copy of every buffer's reduced grads as seen after finish_grad_sync.
 
     All-reduce: the whole buffer is the result on every rank. Reduce-scatter:
@@ -406,7 +406,7 @@ def _reduced_grads(ddp, use_dist_opt, rank, world_size):
                 off = b.grad_data.storage_offset() - buf.grad_data.storage_offset()
                 mine = full[off + rank * shard : off + (rank + 1) * shard].contiguous()
                 parts = [torch.empty_like(mine) for _ in range(world_size)]
-                dist.all_gather(parts, mine)
+                dist.all_gather(parts, mine, group=group)
                 full[off : off + shard * world_size] = torch.cat(parts)
         out.append(full)
     return out
@@ -614,21 +614,7 @@ def run_rank(rank, world_size, backend, init_method, cases, mutation_trap, *, lo
 def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_trap):
     """Target of a forked or spawned rank: run_rank, its result as rank<r>.json, then exit hard."""
     result = run_rank(rank, world_size, backend, init_method, cases, mutation_trap)
-    try:
-        tmp = os.path.join(out_dir, f"rank{rank}.json.tmp")
-        with open(tmp, "w") as fh:
-            json.dump(result, fh, indent=1, default=str)
-        os.replace(tmp, os.path.join(out_dir, f"rank{rank}.json"))
-        import torch.distributed as dist
-
-        if result["error"] is None and dist.is_initialized():
-            dist.barrier()
-            dist.destroy_process_group()
-    except Exception:
-        pass
-    # A crashed rank leaves its peer waiting in a collective; exit hard so the parent
-    # only has to kill the peer, not unwind half-torn-down distributed state.
-    os._exit(0 if result["error"] is None else 1)
+    launch.finish_rank(result, out_dir)
 
 
 # ----------------------------------------------------------------------------------------

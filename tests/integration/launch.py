@@ -8,6 +8,7 @@ Stdlib only: the launchers import neither torch nor megatron.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -50,3 +51,25 @@ def rank_device(backend: str, local_rank: int):
         torch.cuda.set_device(local_rank % torch.cuda.device_count())
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def finish_rank(result: dict, out_dir: str) -> None:
+    """End a rank started by a harness: its result as ``out_dir/rank<r>.json`` (atomically), leave the process group
+    in step with the peers when it did not fail, then exit hard: a crashed rank leaves its peer waiting in a
+    collective, and the harness only has to kill that peer, not unwind half-torn-down distributed state."""
+    try:
+        tmp = os.path.join(out_dir, f"rank{result['rank']}.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(result, fh, default=str)
+        os.replace(tmp, os.path.join(out_dir, f"rank{result['rank']}.json"))
+        import torch.distributed as dist
+
+        if result.get("error") is None and dist.is_initialized():
+            dist.barrier()
+            dist.destroy_process_group()
+    except Exception:
+        pass
+    import sys
+
+    sys.stdout.flush()
+    os._exit(0 if result.get("error") is None else 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from compat.gate import GateReport
-from compat.gate import training
+from compat.gate import lanes, training
 
 PAIRS = {"pairs": [
     {"old": "0.18.2", "new": "0.19.2", "variants": {
@@ -20,7 +20,7 @@ def _report(candidate, against):
 
 @pytest.fixture
 def lane_data(monkeypatch):
-    monkeypatch.setattr(training, "load_json", lambda name: PAIRS)
+    monkeypatch.setattr(lanes, "load_json", lambda name: PAIRS if name == "training_lane.json" else {"pairs": []})
 
 
 def test_a_measured_pair_says_which_variants_are_identical_and_where_others_part(lane_data):
@@ -28,7 +28,7 @@ def test_a_measured_pair_says_which_variants_are_identical_and_where_others_part
     assert lines[0].startswith("training with the canonical config") and "bit-identical" in lines[0]
     assert "from step 3: grad of decoder.x.weight (expected)" in lines[1]
     assert "\n" not in lines[1] and "## X" not in lines[1].split("(expected)")[0]
-    assert lines[2].startswith("**training with `tp2`") and "(unexpected)" in lines[2]
+    assert lines[2].startswith("UNEXPECTED: training with `tp2`") and "(unexpected)" in lines[2]
 
 
 def test_a_candidate_without_a_lane_result_names_the_session(lane_data):
@@ -51,7 +51,7 @@ def test_the_gate_report_has_a_training_section(lane_data):
 
 
 def test_the_committed_data_file_reads():
-    data = training.load_json("training_lane.json")
+    data = lanes.load_json("training_lane.json")
     assert data["pairs"], "compat/data/training_lane.json holds the lane's pairs"
     for pair in data["pairs"]:
         assert set(pair) == {"old", "new", "variants"}

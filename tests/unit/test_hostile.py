@@ -287,8 +287,9 @@ def _report_is_structured(tmp: Path, run: H.Run) -> None:
     lines = run.stdout.splitlines()
     accepted = ["## Accepted"] if "## Accepted" in lines else []
     checkpoints = ["## Checkpoints"] if "## Checkpoints" in lines else []  # the lane's verdict, when it has one
+    training = ["## Training"] if "## Training" in lines else []  # the equivalence lane's, likewise
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *accepted], \
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *training, *accepted], \
         "a heading was forged"
     if accepted:
         assert lines.index("## Accepted") > lines.index("## Informational") and len(accepted) == 1
