@@ -36,3 +36,8 @@ def md_prose(text) -> str:
     syntax (#, -, >, |) only acts at the start of a line, which the report always writes itself, so ">=3.12" and
     "0.19.2" stay readable."""
     return _INLINE.sub(lambda m: "\\" + m.group(0), one_line(text))
+
+
+def bullet_section(title: str, lines: list[str]) -> list[str]:
+    """A report section of bullet lines (our own sentences), or nothing when there are none."""
+    return ["", f"## {title}", "", *[f"- {line}" for line in lines]] if lines else []

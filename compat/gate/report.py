@@ -75,6 +75,9 @@ def markdown(report) -> str:
     from .ckpt import markdown_section
 
     lines += markdown_section(report)  # the checkpoint lane's verdict (issue 11)
+    from .training import markdown_section as training_section
+
+    lines += training_section(report)  # the equivalence lane's verdict (issue 18)
     if report.accepted:
         a = report.accepted
         lines += ["", "## Accepted", "", f"- {md_code(a['registry'])}: megatron-core {md_prose(a['version'])} "

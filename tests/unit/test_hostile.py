@@ -291,8 +291,9 @@ def _report_is_structured(tmp: Path, run: H.Run) -> None:
     lines = run.stdout.splitlines()
     accepted = ["## Accepted"] if "## Accepted" in lines else []
     checkpoints = ["## Checkpoints"] if "## Checkpoints" in lines else []  # the lane's verdict, when it has one
+    training = ["## Training"] if "## Training" in lines else []  # the equivalence lane's, likewise
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *accepted], \
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *training, *accepted], \
         "a heading was forged"
     if accepted:
         assert lines.index("## Accepted") > lines.index("## Informational") and len(accepted) == 1
@@ -1094,18 +1095,35 @@ def test_explain_set_refuses_nan_and_overflowing_floats():
 # ------------------------------------------------------------------------------------ issue 17: checkpoints, locks
 def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
     from compat.cli import main
-    from compat.gate import ckpt as gate_ckpt
+    from compat.gate import lanes
 
     wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
     assert main(["gate", wheel]) == 0 and "## Checkpoints" in capsys.readouterr().out  # the section, when readable
 
     for bad in ({"pairs": [{"saved_on": "0.19.2"}]}, {"pairs": "x"}, [], {"pairs": [
             {"saved_on": "x", "loaded_on": "0.20.0", "exact": [], "failures": [], "losses": []}]}):
-        monkeypatch.setattr(gate_ckpt, "load_json", lambda name, bad=bad: bad)
+        monkeypatch.setattr(lanes, "load_json",
+                            lambda name, bad=bad, real=lanes.load_json: bad if name == "ckpt_lane.json" else real(name))
         code = main(["gate", wheel])
         out, err = capsys.readouterr()
         assert code == 0 and "COMPATIBLE" in out and "## Checkpoints" not in out, out
         assert err.count("\n") == 1 and err.startswith("warning: compat/data/ckpt_lane.json"), err
+
+
+def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
+    from compat.cli import main
+    from compat.gate import lanes
+
+    wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
+    assert main(["gate", wheel]) == 0 and "## Training" in capsys.readouterr().out  # the section, when readable
+    for bad in ({"pairs": [{"old": "0.19.2", "new": "0.20.0", "variants": []}]}, {"pairs": None}):
+        monkeypatch.setattr(lanes, "load_json",
+                            lambda name, bad=bad, real=lanes.load_json: bad if name == "training_lane.json" else real(name))
+        code = main(["gate", wheel])
+        out, err = capsys.readouterr()
+        assert code == 0 and "## Training" not in out and "## Checkpoints" in out, out
+        assert err.count("\n") == 1 and err.startswith("warning: compat/data/training_lane.json"), err
+        assert err.rstrip().endswith("no Training section"), err
 
 
 def test_lost_tensor_names_are_escaped():
