@@ -99,6 +99,12 @@ def many_keywords(tmp: Path, count: int = 1000, releases: int = 3) -> dict:
     return _gate(tmp, {}, f"from megatron.core.utils import unwrap_model\nunwrap_model(None, {keywords})\n", releases)
 
 
+def many_lines(tmp: Path, count: int = 100_000) -> dict:
+    """A name the candidate lacks, imported once and called on ``count`` lines: one finding that lists the other
+    lines (``also_at``), built in time linear in the lines."""
+    return _gate(tmp, {}, "from megatron.core.utils import absent\n" + "absent()\n" * count)
+
+
 # ---- item 5: what the model reads ----------------------------------------------------------------------------------
 def deep_member(tmp: Path, depth: int = 30_000) -> dict:
     """One member 30,000 directories deep (a 60 kB name): module names used to be built for every prefix."""
@@ -137,6 +143,7 @@ CASES: dict[str, Callable[[Path], dict]] = {
     "class-chain-3000-deep": class_chain,
     "call-with-1000-unknown-keywords": many_keywords,
     "call-with-100000-unknown-keywords": lambda tmp: many_keywords(tmp, 100_000),
+    "missing-name-used-on-100000-lines": many_lines,
     "member-30000-directories-deep": deep_member,
     "dense-8-mib-source-member": dense_source,
     "dense-source-at-the-file-caps": dense_at_file_caps,

@@ -200,7 +200,8 @@ def check(scan, surface: Surface) -> list[Finding]:
             guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
             first = import_failures.get((use.path, failure.name))
             if first is not None and use.how not in ("module", "import"):
-                if use.line != first.line and use.line not in first.also_at:
+                # uses come in line order: a line already listed is the last one (no scan of the list)
+                if use.line != first.line and (not first.also_at or first.also_at[-1] != use.line):
                     first.also_at.append(use.line)
                 continue
             line = failure.line or use.line

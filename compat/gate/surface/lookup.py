@@ -69,6 +69,14 @@ class Surface:
 
     # ---- names ---------------------------------------------------------------------------------------------
     def resolve(self, name: str) -> Resolution:
+        """What ``name`` denotes (memoised: a name used on many lines is resolved once; read the result, never
+        change it)."""
+        key = ("resolve", name)
+        if key not in self._memo:
+            self._memo[key] = self._resolve(name)
+        return self._memo[key]
+
+    def _resolve(self, name: str) -> Resolution:
         parts = name.split(".")
         if parts[0] != "megatron":
             return Resolution([OPAQUE])
