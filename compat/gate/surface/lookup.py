@@ -100,6 +100,7 @@ class Surface:
     def member(self, target: Target, name: str) -> list:
         return self._run(self._member_g(target, name))
 
+    # ``seen`` is ignored: cycles are found by the lookup machine (kept for callers of the recursive form)
     def module_member(self, module: str, name: str, seen=None) -> list:
         return self._query(("mm", module, name))
 
