@@ -8,6 +8,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
+from compat.pysource import MAX_FILE_TOKENS
+
 UTILS = "def unwrap_model(model):\n    return model\n"
 _BASE = {"megatron/core/__init__.py": "", "megatron/core/utils.py": UTILS}
 
@@ -124,14 +126,14 @@ def dense_source(tmp: Path, size: int = (8 << 20) - 64) -> dict:
 
 
 def dense_at_file_caps(tmp: Path) -> dict:
-    """A file just under the per-file caps (399,990 tokens): parsed, the densest a parsed file can be."""
-    return _gate(tmp, {"megatron/core/dense.py": _dense(399_990)}, "from megatron.core.dense import Y, Z\n")
+    """A file just under the per-file token cap: parsed, the densest a parsed file can be."""
+    return _gate(tmp, {"megatron/core/dense.py": _dense(MAX_FILE_TOKENS - 10)}, "from megatron.core.dense import Y, Z\n")
 
 
-def dense_past_budget(tmp: Path, files: int = 12) -> dict:
-    """``files`` files each just under the per-file caps: together past the 4 M-token budget of one candidate
+def dense_past_budget(tmp: Path, files: int = 30) -> dict:
+    """``files`` files each just under the per-file token cap: together past the node budget of one candidate
     (exit 3), each parsed and dropped in turn."""
-    body = _dense(399_990)
+    body = _dense(MAX_FILE_TOKENS - 10)
     return _gate(tmp, {f"megatron/core/dense{i}.py": body for i in range(files)}, "import megatron.core\n")
 
 
