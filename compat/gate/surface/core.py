@@ -82,9 +82,10 @@ def enrich(findings: list, surface: Surface, releases: dict, candidate_version: 
     A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
     module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
     what it has, so nothing is promoted there."""
+    histories = c.histories(findings, releases, candidate_version)
     for f in findings:
         f.close = c.suggest(f, surface)
-        f.history = c.history(f, releases, candidate_version) if releases else {}
+        f.history = histories.get(id(f), {})
         top = ".".join(f.name.split(".")[:2])
         if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
                 and not f.history.get("works_in")):
@@ -119,14 +120,14 @@ def describe(f) -> str:
 def mark_against(findings: list, baseline: Surface | None) -> None:
     """``on_against``: the same failure exists on the --against release (not caused by this candidate)."""
     for f in findings:
-        if baseline is None or f._use is None:
-            f.on_against = None
-            continue
-        failures, notes = c.evaluate(f._use, baseline)
-        if f.kind == c.DEPRECATED:
-            f.on_against = bool(notes) and not failures
-        else:
-            f.on_against = any(x.name == f.name and x.kind == f.kind for x in failures)
+        f.on_against = None
+    if baseline is None:
+        return
+    for use, group in c.by_use(findings):  # each use once, however many findings it has
+        failures, notes = c.evaluate(use, baseline)
+        failing = {(x.name, x.kind) for x in failures}
+        for f in group:
+            f.on_against = (bool(notes) and not failures) if f.kind == c.DEPRECATED else (f.name, f.kind) in failing
 
 
 def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
