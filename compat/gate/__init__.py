@@ -17,5 +17,5 @@ from ..errors import CandidateError  # noqa: F401  (re-exported for callers of t
 from .candidate import GateUsageError, fetch_release, locate, read_candidate  # noqa: F401
 from .core import DEFAULT_REGISTRY, GateReport, compare, gate, load_registry, resolve_against  # noqa: F401
 from .accept import accept  # noqa: F401
-from .diff import BREAKING, DDP, DECISION, INFO, LEVELS, Change, shim_fields, type_key  # noqa: F401
+from .diff import BREAKING, DDP, DECISION, INFO, LEVELS, Change, diff_config, shim_fields, type_key  # noqa: F401
 

@@ -10,7 +10,9 @@ from ..registry import Registry, schema_from_snapshot
 from ..registry import renames as registry_renames
 from ..registry import rules as registry_rules
 from .candidate import GateUsageError, locate, read_candidate
-from .diff import BREAKING, DDP, DECISION, LEVELS, diff_ddp, diff_model_config, optimizer_changes
+from ..configs import CONFIGS
+from .diff import BREAKING, DECISION, INFO, LEVELS, Change, diff_config
+from .policy import order
 
 DEFAULT_REGISTRY = Path(__file__).resolve().parent.parent / "data" / "registry.json"
 
@@ -61,23 +63,41 @@ class GateReport:
 def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=None, rules=None,
             source: str = "", yanked: bool | None = False) -> GateReport:
     """Classify every change between the candidate's facts and registry release ``against`` (default: newest)."""
-    renames = renames if renames is not None else list(registry_renames())
     rules = rules if rules is not None else registry_rules()
     against = resolve_against(reg, against)
-    base = reg.schema(against)
-    cand = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts["ddp"])
-    changes = diff_ddp(base, cand, renames, rules, facts["version"])
-    changes += optimizer_changes(reg.optimizer_fields(against) if reg.has(against, "optimizer") else (), facts)
-    for key, owner in (("transformer", None), ("mla", "MLATransformerConfig")):
-        if key in facts and reg.has(against, key):
-            cand_schema = schema_from_snapshot(facts["version"] or "candidate", "candidate", facts[key], key)
-            changes += diff_model_config(reg.schema(against, key), cand_schema, list(registry_renames(key)),
-                                         facts["version"], owner)
-    order = {level: i for i, level in enumerate(LEVELS)}
-    configs = [DDP, "OptimizerConfig", "TransformerConfig", "MLATransformerConfig"]
-    changes.sort(key=lambda c: (order[c.level], configs.index(c.config) if c.config in configs else len(configs)))
+    version = facts["version"]
+    changes = []
+    for key, config in CONFIGS.items():
+        if not reg.has(against, key):
+            if key in facts:
+                changes.append(Change(INFO, "new class", config.class_name, None, config.path,
+                                      f"new in this release: after --accept the shim builds {config.class_name} for it",
+                                      config.class_name))
+            continue
+        if key not in facts:
+            changes.append(missing_class(reg, key, against))
+            continue
+        cand = schema_from_snapshot(version or "candidate", "candidate", facts[key], key)
+        table = (renames if renames is not None else list(registry_renames())) if key == "ddp" else \
+            list(registry_renames(key))
+        changes += diff_config(key, reg.schema(against, key), cand, version, renames=table, rules=rules)
+    rank, configs = {level: i for i, level in enumerate(LEVELS)}, order()
+    changes.sort(key=lambda c: (rank[c.level], configs.index(c.config) if c.config in configs else len(configs)))
     label = facts["version"] or f"{Path(source).name} (version unknown)"
     return GateReport(label, source, facts["kind"], against, changes, facts, yanked)
+
+
+def missing_class(reg: Registry, key: str, against: str) -> Change:
+    """A class the compared release has and the candidate lacks: breaking when every registry release has it (code
+    that builds it cannot run on the candidate), a decision for a class only some releases had."""
+    config = CONFIGS[key]
+    having = reg.versions_having(key)
+    everywhere = len(having) == len(reg.versions())
+    where = "every registry release" if everywhere else f"registry releases {having[0]}..{having[-1]}"
+    return Change(BREAKING if everywhere else DECISION, "missing", config.class_name, config.path, None,
+                  f"{where} define {config.class_name}: code that builds it, and the shim's "
+                  f"{config.key!r} config, cannot work on this candidate; find where the class moved or was renamed",
+                  config.class_name)
 
 
 def resolve_against(reg: Registry, against: str | None) -> str:
