@@ -29,10 +29,10 @@ def _literal_values(spec: TypeSpec) -> set:
 def _covers(new: TypeSpec, member: Member) -> bool | None:
     """Whether ``new`` admits every value of the old ``member`` (None: cannot tell)."""
     kinds = new.kinds()
-    if "any" in kinds:
+    if any(m.kind == "any" and not m.name for m in new.members):  # Any / object (a named unknown type is not)
         return True
     if member.kind == "any":
-        return None
+        return True if any(m.key() == member.key() for m in new.members) else None
     if member.kind == "literal":
         values = _literal_values(new)
         return all(v in values or type(v).__name__ in kinds or (v is None and "None" in kinds)

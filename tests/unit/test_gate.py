@@ -150,7 +150,7 @@ def test_newest_release_against_previous_minor_via_cli():
     # TransformerConfig changed a default (moe_deepep_num_sms 20 -> None): breaking; DDPConfig needs review only
     assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING")
     assert "**added** `megatron_fsdp_max_pool_double_buffer`: `bool = False`" in out
-    assert "**new __post_init__ coercion** of `fsdp_double_buffer`" in out
+    assert "**new `__post_init__` coercion** of `fsdp_double_buffer`" in out
     assert "max-pool-double-buffer-forces-double-buffer" in out
     assert "**default changed** `moe_deepep_num_sms` (TransformerConfig): `20` → `None`" in out
     data = json.loads(run_cli("megatron-core==0.19.2", "--against", "0.18.2", "--json").stdout)
@@ -162,9 +162,22 @@ def test_newest_release_against_previous_minor_via_cli():
 
 @network
 def test_identical_to_newest_registry_entry_exits_0():
-    proc = run_cli("megatron-core==0.19.2")
+    proc = run_cli("megatron-core==0.19.2", "--against", "0.19.2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "COMPATIBLE" in proc.stdout and "0 breaking, 0 needing a decision, 0 informational" in proc.stdout
+
+
+@network
+def test_a_registry_release_is_compared_with_the_pin_before_it():
+    # `gate 0.19.2` (a bare version) on a fresh clone: 0.19.2 is in the registry, so comparing it with itself says
+    # nothing; the gate compares it with matrix.yaml's pin before it and says so at the top
+    proc = run_cli("0.19.2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING"
+    assert lines[2].startswith("- 0.19.2 is already in the registry (same config); compared with 0.18.2, the pin "
+                               "before it in matrix.yaml")
+    assert "## Install" in lines and "plain install of `megatron-core==0.18.2`" in proc.stdout
 
 
 # ------------------------------------------------------------------------------------ synthetic candidates
