@@ -29,6 +29,8 @@ INSTALL_TIMEOUT_S = 1800
 _UNRESOLVABLE = re.compile(r"no solution found|resolutionimpossible|could not find a version|no matching distribution"
                            r"|conflicting dependencies|unsatisfiable", re.IGNORECASE)
 _BUILD = re.compile(r"failed to build|build backend|metadata-generation-failed|setup\.py", re.IGNORECASE)
+_BUILT = re.compile(r"(?:╰─>|Failed to build|Failed to build `?)\s*`?([A-Za-z0-9._-]+)")  # the package pip/uv built
+_WHY = re.compile(r"(requires Python version [^\n]+|requires-python[^\n]+)", re.IGNORECASE)
 
 
 def load(path: Path = DATA) -> dict:
@@ -45,8 +47,13 @@ def install_cause(returncode: int, output: str) -> str:
     lines = [" ".join(line.split()) for line in output.splitlines() if line.strip()]
     telling = next((line for line in lines if _UNRESOLVABLE.search(line)), None) or \
         next((line for line in lines if "error" in line.lower()), lines[-1] if lines else f"exit {returncode}")
-    kind = ("unresolvable requirement" if _UNRESOLVABLE.search(output) else
-            "build failure" if _BUILD.search(output) else "install failure")
+    if not _UNRESOLVABLE.search(output) and _BUILD.search(output):
+        built = _BUILT.search(output)
+        why = _WHY.search(output)
+        subject = f"{built.group(1)} (from source)" if built else "a dependency from source"
+        return f"build failure: {subject}" + (f": {' '.join(why.group(1).split())[:200]}" if why else
+                                                f": {telling[:200]}")
+    kind = "unresolvable requirement" if _UNRESOLVABLE.search(output) else "install failure"
     return f"{kind}: {telling[:300]}"
 
 
@@ -54,10 +61,13 @@ def outcome_key(value: str) -> str:
     """What must stay the same between runs: the cause and its subject, not the wording of a message.
 
     "undeclared import: numpy" stays whole; "import error: TypeError: ..." keeps "import error: TypeError";
-    "unresolvable requirement: ..." keeps the cause only (the resolver's wording changes between installer versions).
+    "unresolvable requirement: ..." keeps the cause only (the resolver's wording changes between installer versions);
+    "build failure: numpy (from source): ..." keeps the package built.
     """
     if value == "ok" or value.startswith("undeclared import:"):
         return value
+    if value.startswith("build failure:"):
+        return value.split(":", 2)[0] + ":" + value.split(":", 2)[1] if value.count(":") >= 1 else value
     head, _, rest = value.partition(": ")
     if head in ("import error", "CPU-only import error"):
         return f"{head}: {rest.split(':', 1)[0]}"

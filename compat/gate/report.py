@@ -130,14 +130,15 @@ def markdown(report) -> str:
 
     counts = {level: len(report.by_level(level)) for level in (BREAKING, DECISION, INFO)}
     facts = report.facts
+    meta = report.sections.get("metadata") or {}
+    requires_python = facts.get("requires_python") or (meta.get("candidate") or {}).get("requires_python")
     lines = [f"# Upgrade gate: megatron-core {md_prose(report.candidate)} vs registry {md_prose(report.against)}: "
              f"{report.verdict.upper()}", "", *_top(report),
              f"- candidate: {md_code(report.source)} ({report.kind}, Requires-Python "
-             f"{md_prose(facts.get('requires_python') or '—')}, DDP config sha256 {facts['ddp']['sha256'][:12]})",
+             f"{md_prose(requires_python or '—')}, DDP config sha256 {facts['ddp']['sha256'][:12]})",
              f"- compared with: registry release {md_prose(report.against)}",
              f"- {counts[BREAKING]} breaking, {counts[DECISION]} needing a decision, {counts[INFO]} informational"
              f" (exit {report.exit_code})"]
-    meta = report.sections.get("metadata") or {}
     if meta.get("not_compared"):
         lines.append(f"- package metadata not compared: {md_prose(meta['not_compared'])}")
     for title, level in (("Breaking", BREAKING), ("Needs a decision", DECISION), ("Informational", INFO)):

@@ -136,17 +136,16 @@ def model_config_files(version: str = "0.19.2") -> dict[str, str]:
     fields = decode_snapshot(reg.data, configs["transformer"])["fields"]
     mla = decode_snapshot(reg.data, configs["mla"])["fields"] if "mla" in configs else []
 
-    def body(owner: str, records) -> list[str]:
-        own = [_model_field_line(f) for f in records if f.get("owner") == owner]
-        return own or ["    pass"]
+    def body(records) -> list[str]:
+        return [_model_field_line(f) for f in records] or ["    pass"]
 
-    parallel = head + ["@dataclass", "class ModelParallelConfig:", *body("ModelParallelConfig", fields)]
-    transformer = head + ["from megatron.core.model_parallel_config import ModelParallelConfig", "",
-                          "@dataclass", "class TransformerConfig(ModelParallelConfig):",
-                          *body("TransformerConfig", fields)]
+    # TransformerConfig as one class holding the merged fields in their dataclass order (fields it overrides keep
+    # ModelParallelConfig's position); MLATransformerConfig adds the fields it declares itself
+    parallel = head + ["@dataclass", "class ModelParallelConfig:", "    pass"]
+    transformer = head + ["@dataclass", "class TransformerConfig:", *body(fields)]
     if mla:
         transformer += ["", "@dataclass", "class MLATransformerConfig(TransformerConfig):",
-                        *body("MLATransformerConfig", mla)]
+                        *body([f for f in mla if f.get("owner") == "MLATransformerConfig"])]
     return {MODEL_PARALLEL_PATH: "\n".join(parallel) + "\n", TRANSFORMER_PATH: "\n".join(transformer) + "\n"}
 
 
