@@ -299,8 +299,11 @@ class _Diff:
                             "megatron's own error surfaces at construction; consider a rules.json constraint")
                 if checks and None not in gates:
                     level = DECISION  # cannot fire for a config written for the old release
-                    notes.append(f"fires only when {', '.join(sorted(gates))} (new in this release, default off) "
-                                 f"is set: it cannot reject a config written for {self.base.version}")
+                    names = sorted(gates)
+                    which = names[0] if len(names) == 1 else "one of " + ", ".join(names)
+                    notes.append(f"fires only when {which} (new in this release, default off) is set: it cannot "
+                                 f"reject a config written for {self.base.version}")
+                    shim = f"no existing config trips it (it needs {which} set); once a user sets it: {shim}"
                 self._add(level, what, name, None, f"__post_init__ now {verb} {name}", shim, notes=notes)
             for name in sorted(set(old_names) - set(new_names)):
                 stop = [c["id"] for c in self.rules["constraints"] if name in c.get(key, ())]

@@ -295,7 +295,7 @@ def test_candidate_code_never_runs(tmp_path, kind):
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
-    proc = run_cli(str(candidate), env={"TMPDIR": str(scratch)})
+    proc = run_cli(str(candidate), "--against", "0.19.2", env={"TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stdout + proc.stderr  # same fields as 0.19.2: compatible
     assert "megatron-core 0.19.2" in proc.stdout
     assert not marker.exists()
@@ -332,8 +332,11 @@ def test_accept_writes_registry_and_pin(tmp_path):
     assert reg_path.read_text() == refresh.dumps(expected)  # same deterministic format as refresh
     assert 'version: "0.19.2"' in matrix_path.read_text()
 
-    again = run_cli("megatron-core==0.19.2", "--registry", str(reg_path))
+    again = run_cli("megatron-core==0.19.2", "--registry", str(reg_path), "--against", "0.19.2")
     assert again.returncode == 0 and "vs registry 0.19.2" in again.stdout
+    # without --against, a registry release is compared with the pin before it (matrix.yaml's 0.18.2)
+    before = run_cli("megatron-core==0.19.2", "--registry", str(reg_path), "--matrix", str(matrix_path))
+    assert "0.19.2 is already in the registry (same config); compared with 0.18.2" in before.stdout
 
 
 # ------------------------------------------------------------------------------------ downloading (tests/unit/test_fetch.py)

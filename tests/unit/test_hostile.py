@@ -470,7 +470,8 @@ CATALOGUE: dict[str, Attack] = {
                            env={**OFFLINE, "MCORE_COMPAT_CACHE": str(tmp / "cache")}), 3, "127.0.0.1"),
     "registry-empty-path": Attack(6, _gate_registry(lambda tmp: ""), 3, "not a regular file (a directory)"),
     "latest-directory-as-dot-slash-path": Attack(
-        6, lambda tmp: cli("gate", "./latest", cwd=H.tree(tmp / "latest").parent, env=OFFLINE), 0, "COMPATIBLE"),
+        6, lambda tmp: cli("gate", "./latest", "--against", "0.19.2", cwd=H.tree(tmp / "latest").parent, env=OFFLINE),
+        0, "COMPATIBLE"),
 
     # ---- 7. exit codes: one line, no traceback
     "candidate-name-300-chars": Attack(7, lambda tmp: cli("gate", "x" * 300), 3, "does not exist"),
