@@ -26,6 +26,9 @@ RESULTS = ROOT / "benchmarks" / "results" / "smoke"
 PROBE = ROOT / "tests" / "smoke" / "probe.py"
 OVERRIDE = "pip --ignore-requires-python (the matrix's override)"
 INSTALL_TIMEOUT_S = 1800
+MAX_ROUNDS = 6  # undeclared imports found one at a time (an import stops at the first missing module)
+PROVIDERS = {"pkg_resources": "setuptools<81", "yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn"}
+NOT_FROM_THE_INDEX = {"apex", "transformer_engine"}  # NVIDIA builds from source; PyPI's "apex" is another project
 _UNRESOLVABLE = re.compile(r"no solution found|resolutionimpossible|could not find a version|no matching distribution"
                            r"|conflicting dependencies|unsatisfiable", re.IGNORECASE)
 _BUILD = re.compile(r"failed to build|build backend|metadata-generation-failed|setup\.py", re.IGNORECASE)
@@ -79,7 +82,7 @@ def differences(expected: dict | None, observed: dict) -> list[str]:
     if expected is None:
         return ["no recorded outcome for this pin (run with --record)"]
     out = []
-    for key in ("override", "install"):
+    for key in ("override", "install", "undeclared"):
         want, got = expected.get(key), observed.get(key)
         if (outcome_key(want) if isinstance(want, str) else want) != \
                 (outcome_key(got) if isinstance(got, str) else got):
@@ -108,6 +111,40 @@ def _run(cmd: list[str], *, stdout_only: bool = False) -> tuple[int, str]:
     return done.returncode, done.stdout if stdout_only else done.stdout + done.stderr
 
 
+def _probe(python_exe: str, modules: list[str]) -> dict[str, str]:
+    code, output = _run([python_exe, str(PROBE), *modules], stdout_only=True)
+    try:
+        return json.loads(output.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {m: f"import error: probe failed: {' '.join(output.split())[-300:]}" for m in modules}
+
+
+def _missing(imports: dict[str, str]) -> list[str]:
+    return sorted({v.split(": ", 1)[1] for v in imports.values() if v.startswith("undeclared import: ")})
+
+
+def _undeclared(python_exe: str, uv: str, index_args: list[str], modules: list[str],
+                first: dict) -> tuple[list[str], dict[str, str]]:
+    """Every module the release imports without declaring it, and the imports once they are installed: install
+    what the last probe found missing (its provider), probe again, until nothing new is missing. The plain result
+    stays ``imports``."""
+    found: list[str] = []
+    imports = first
+    for _ in range(MAX_ROUNDS):
+        new = [m for m in _missing(imports) if m not in found]
+        if not new:
+            break
+        found += new
+        installable = [PROVIDERS.get(m, m) for m in new if m not in NOT_FROM_THE_INDEX]
+        if not installable:
+            break
+        code, _out = _run([uv, "pip", "install", "--python", python_exe, *index_args, *installable])
+        if code != 0:
+            break
+        imports = _probe(python_exe, modules)
+    return found, imports
+
+
 def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python: str | None,
         record: bool = False, log=print) -> list[str]:
     """Install, import, write benchmarks/results/smoke/<version>.json; the differences from install.json."""
@@ -124,24 +161,20 @@ def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python
         code, output = _run([uv, "pip", "install", "--python", python_exe, *index_args, *wanted])
     observed = {"python": pin.python, "torch": pin.torch, "requires_python": requires_python, "override": override,
                 "install": install_cause(code, output)}
+    observed["imports"], observed["undeclared"], observed["imports_with_undeclared"] = {}, [], {}
     if code == 0:
-        code, output = _run([python_exe, str(PROBE), *data["modules"]], stdout_only=True)
-        try:
-            observed["imports"] = json.loads(output.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            observed["imports"] = {m: f"import error: probe failed: {' '.join(output.split())[-300:]}"
-                                   for m in data["modules"]}
-    else:
-        observed["imports"] = {}
+        observed["imports"] = _probe(python_exe, data["modules"])
+        observed["undeclared"], observed["imports_with_undeclared"] = _undeclared(
+            python_exe, uv, index_args, data["modules"], observed["imports"])
     observed["seconds"] = round(time.monotonic() - started, 1)
     observed["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_text(RESULTS / f"{pin.version}.json", json.dumps(observed, indent=1, sort_keys=True) + "\n")
-    log(f"smoke-{pin.version}: install {observed['install']}; " +
-        "; ".join(f"{m} {v}" for m, v in observed["imports"].items()))
+    log(f"smoke-{pin.version}: install {observed['install']}; undeclared {observed['undeclared']}; " +
+        "; ".join(f"{m} {v}" for m, v in observed["imports_with_undeclared"].items() if v != "ok"))
     if record:
         data["pins"][pin.version] = {k: observed[k] for k in ("python", "torch", "override", "install", "imports",
-                                                              "measured")}
+                                                              "undeclared", "imports_with_undeclared", "measured")}
         atomic_write_text(DATA, json.dumps(data, indent=1, sort_keys=True) + "\n")
         return []
     return differences(data["pins"].get(pin.version), observed)
