@@ -21,15 +21,22 @@ def _doc(text) -> str:
     return f'"{md_prose(text[:DOC_WIDTH])}…"' if len(text) > DOC_WIDTH else f'"{md_prose(text)}"'
 
 
+# Kinds of change shown as "**label** name: old → new" (Change.what -> label); the others are spelled out below.
+_CHANGED = {"default": "default changed", "annotation": "annotation changed", "value rename": "value renamed",
+            "requires-python": "Requires-Python changed", "dependency added": "dependency added",
+            "dependency removed": "dependency removed", "dependency bound": "dependency bound"}
+
+
 def _headline(c) -> str:
-    where = "" if c.config == "DistributedDataParallelConfig" else f" ({md_prose(c.config)})"
+    where = "" if c.config in ("DistributedDataParallelConfig", "(package)") else f" ({md_prose(c.config)})"
     name = f"{md_code(c.field)}{where}"
-    if c.what == "added":
-        return f"**added** {name}: {_code(c.new)}"
-    if c.what == "removed":
-        return f"**removed** {name} (was {_code(c.old)})"
-    if c.what in ("default", "annotation"):
-        return f"**{c.what} changed** {name}: {_code(c.old)} → {_code(c.new)}"
+    if c.what in _CHANGED:
+        tail = " (rewritten after construction)" if c.what == "value rename" else ""
+        subject = "" if c.what == "requires-python" else f" {name}"
+        return f"**{_CHANGED[c.what]}**{subject}: {_code(c.old)} → {_code(c.new)}{tail}"
+    if c.what in ("added", "removed"):
+        return f"**added** {name}: {_code(c.new)}" if c.what == "added" else \
+            f"**removed** {name} (was {_code(c.old)})"
     if c.what in ("check", "coercion"):
         return f"**new `__post_init__` {c.what}** of {name}: {md_prose(c.new)}"
     if c.what == "check-dropped":
@@ -38,19 +45,10 @@ def _headline(c) -> str:
         return f"**doc changed** {name}: {_doc(c.old)} → {_doc(c.new)}"
     if c.what == "order":
         return f"**field order**: {md_prose(c.new) if c.old is None else 'relative order of existing fields changed'}"
-    if c.what == "missing":
-        return f"**not found**: {md_prose(c.config)} ({md_prose(c.old)})"
-    if c.what == "label":
-        return f"**version label**: {md_prose(c.old)} vs this build: {md_prose(c.new)}"
-    if c.what == "value rename":
-        return f"**value renamed** {name}: {_code(c.old)} → {_code(c.new)} (rewritten after construction)"
-    if c.what == "requires-python":
-        return f"**Requires-Python changed**: {_code(c.old)} → {_code(c.new)}"
-    if c.what.startswith("dependency"):
-        verb = c.what.split(" ", 1)[1]
-        return f"**dependency {md_prose(verb)}** {md_code(c.field)}: {_code(c.old)} → {_code(c.new)}"
-    if c.what == "new class":
-        return f"**new class** {md_prose(c.config)} ({md_prose(c.new)})"
+    if c.what in ("missing", "new class", "label"):
+        detail = c.old if c.what == "missing" else c.new
+        heading = {"missing": "not found", "new class": "new class", "label": "version label"}[c.what]
+        return f"**{heading}**: {md_prose(c.config if c.what != 'label' else c.old)} ({md_prose(detail)})"
     return f"**{md_prose(c.what)}** {name}: {_code(c.old)} → {_code(c.new)}"
 
 
