@@ -178,3 +178,35 @@ def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python
         atomic_write_text(DATA, json.dumps(data, indent=1, sort_keys=True) + "\n")
         return []
     return differences(data["pins"].get(pin.version), observed)
+
+
+def summary(data: dict | None = None) -> str:
+    """benchmarks/results/smoke.md: one row per pin, from compat/data/install.json."""
+    data = data or load()
+    rows = ["# Plain install per pin (smoke-<version> sessions)", "",
+            "`pip install megatron-core==X` with its declared dependencies, no extras, the matrix's CPU torch, in a "
+            "fresh venv on the pin's Python; then `import` of the modules the contract tests use "
+            f"({', '.join(f'`{m}`' for m in data['modules'])}). Undeclared imports are installed one round at a time "
+            "and probed again. Raw results: `benchmarks/results/smoke/<version>.json`; expected outcomes: "
+            "`compat/data/install.json`.", "",
+            "| pin | Python | override | install | imports (plain) | undeclared imports | still failing with them |",
+            "|---|---|---|---|---|---|---|"]
+    from compat import version as _v
+
+    for version in _v.sorted_versions(list(data["pins"])):
+        rec = data["pins"][version]
+        plain = rec.get("imports") or {}
+        bad = sorted({v for v in plain.values() if v != "ok"})
+        after = sorted(m for m, v in (rec.get("imports_with_undeclared") or {}).items() if v != "ok")
+        rows.append(f"| {version} | {rec['python']} | {'yes: ' + rec['override'] if rec.get('override') else 'no'} "
+                    f"| {rec['install']} | {'all ok' if plain and not bad else '; '.join(bad) or '—'} "
+                    f"| {', '.join(rec.get('undeclared') or []) or '—'} | {', '.join(after) or '—'} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # python tools/smoke.py summary
+    if sys.argv[1:] == ["summary"]:
+        atomic_write_text(ROOT / "benchmarks" / "results" / "smoke.md", summary())
+        print(ROOT / "benchmarks" / "results" / "smoke.md")
+    else:
+        sys.exit("usage: python tools/smoke.py summary   (the sessions themselves: nox -s smoke-<version>)")

@@ -100,6 +100,11 @@ def install_section(report) -> list[str]:
     if imports and not failing:
         lines.append(f"- imports: all {len(imports)} modules the contract tests use import on CPU")
     lines += [f"- {md_code(m)}: {md_prose(v)}" for m, v in sorted(failing.items())]
+    if rec.get("undeclared"):
+        after = {m: v for m, v in (rec.get("imports_with_undeclared") or {}).items() if v != "ok"}
+        lines.append(f"- imported but not declared: {', '.join(md_code(m) for m in rec['undeclared'])}"
+                     + (f"; with them installed, still failing: {', '.join(md_code(m) for m in sorted(after))}"
+                        if after else "; with them installed every module imports"))
     lines.append(f"- recorded {md_prose(rec.get('measured') or '—')} by `nox -s smoke-{md_prose(rec['pin'])}`")
     return lines
 
