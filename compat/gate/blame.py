@@ -16,6 +16,9 @@ from ..configs import CONFIGS
 GIT_TIMEOUT_S = 120
 _HEADER = re.compile(r"^([0-9a-f]{40}) \d+ (\d+)")
 _FIELD_WHATS = ("added", "default", "annotation", "doc", "value rename")
+# The candidate's .git/config is untrusted: nothing it names may run (fsmonitor hook, textconv or diff drivers).
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "diff.external=",
+         "-c", "core.pager=cat")
 
 
 def _git(tree: Path, *args: str) -> subprocess.CompletedProcess | None:
@@ -23,7 +26,7 @@ def _git(tree: Path, *args: str) -> subprocess.CompletedProcess | None:
     if git is None:
         return None
     try:
-        return subprocess.run([git, "-C", str(tree), *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
+        return subprocess.run([git, "-C", str(tree), *_SAFE, *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S,
                               check=False, env={"GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
                                                 "PATH": "/usr/bin:/bin", "LC_ALL": "C"})
     except (OSError, subprocess.TimeoutExpired):
@@ -49,7 +52,7 @@ def blame_lines(tree: Path, path: str, lines: list[int]) -> dict[int, dict]:
     """line -> {"commit", "summary", "date"} for each line, from one porcelain blame."""
     if not lines:
         return {}
-    args = ["blame", "--porcelain"]
+    args = ["blame", "--porcelain", "--no-textconv"]
     for n in sorted(set(lines)):
         args += ["-L", f"{n},{n}"]
     done = _git(tree, *args, "--", path)

@@ -293,7 +293,12 @@ def test_a_checkout_change_names_the_commit_that_made_it(tmp_path):
     ddp.write_text(ddp.read_text().replace("grad_reduce_in_fp32: bool = False", "grad_reduce_in_fp32: bool = True"))
     _git(tree, "commit", "-qam", "Flip grad_reduce_in_fp32 (#1234)")
     sha = _git(tree, "rev-parse", "HEAD").strip()
+    marker = tmp_path / "ran"  # the checkout's own git config must not run anything
+    _git(tree, "config", "core.fsmonitor", f"touch {marker}; false")
+    (tree / ".gitattributes").write_text("*.py diff=evil\n")
+    _git(tree, "config", "diff.evil.textconv", f"touch {marker}; cat")
     report = g.gate(tree, REG, "0.19.2")
+    assert not marker.exists()
     c = only(report, "default", "grad_reduce_in_fp32", "DistributedDataParallelConfig")
     assert c.commit == f"{sha[:12]} Flip grad_reduce_in_fp32 (#1234)"
     assert f"upstream commit: `{sha[:12]} Flip grad_reduce_in_fp32 (#1234)`" in report.to_markdown()
