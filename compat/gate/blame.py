@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..configs import CONFIGS
+from ..configs import CONFIGS, path_of_class
 
 GIT_TIMEOUT_S = 120
 _HEADER = re.compile(r"^([0-9a-f]{40}) \d+ (\d+)")
@@ -72,6 +72,27 @@ def blame_lines(tree: Path, path: str, lines: list[int]) -> dict[int, dict]:
     return {line: info[commit] for line, commit in out.items()}
 
 
+def _shown(found: dict) -> str:
+    return f"{found['commit'][:12]} {found.get('summary', '')}".strip()
+
+
+def _check_lines(report) -> dict[str, list]:
+    """path -> [(line, change)] for each new-check change: the first candidate check that reads its field."""
+    keys = {c.class_name: c.key for c in CONFIGS.values()}
+    out: dict[str, list] = {}
+    for change in report.changes:
+        key = keys.get(change.config)
+        if change.what != "check" or key not in report.facts:
+            continue
+        post = report.facts[key].get("post_init", {})
+        for check in post.get("checks", ()):
+            if change.field in check.get("reads", ()) and isinstance(check.get("line"), int):
+                path = path_of_class(check.get("owner", ""), CONFIGS[key].path)
+                out.setdefault(path, []).append((check["line"], change))
+                break
+    return out
+
+
 def attach_commits(report, tree: Path) -> str | None:
     """Set ``commit`` on each field change of a checkout candidate; the reason when none could be attached."""
     if not is_checkout(tree):
@@ -83,6 +104,7 @@ def attach_commits(report, tree: Path) -> str | None:
         path = paths.get(change.config)
         if path and change.what in _FIELD_WHATS:
             by_path.setdefault(path, {}).setdefault(change.field, []).append(change)
+    checks = _check_lines(report)
     for path, fields in by_path.items():
         try:
             text = (tree / path).read_text(encoding="utf-8", errors="replace")
@@ -91,9 +113,13 @@ def attach_commits(report, tree: Path) -> str | None:
         lines = field_lines(text, set(fields))
         blamed = blame_lines(tree, path, list(lines.values()))
         for name, line in lines.items():
-            found = blamed.get(line)
-            if found:
+            if blamed.get(line):
                 for change in fields[name]:
-                    change.commit = f"{found['commit'][:12]} {found.get('summary', '')}".strip()
+                    change.commit = _shown(blamed[line])
+    for path, wanted in checks.items():  # a new check: the commit of the check's own line
+        blamed = blame_lines(tree, path, [line for line, _ in wanted])
+        for line, change in wanted:
+            if blamed.get(line) and change.commit is None:
+                change.commit = _shown(blamed[line])
     report.sections["checkout"] = {"head": head.stdout.strip() if head and head.returncode == 0 else None}
     return None
