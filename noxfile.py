@@ -407,6 +407,64 @@ for _old, _new in zip(CKPT_PINS, CKPT_PINS[1:]):
                     tags=["gpu", "ckpt-gpu"] if _gpu else ["ckpt", "cpu"])(_ckpt_pair_session(_old, _new, gpu=_gpu))
 
 
+# ------------------------------------------------------------------------------ equivalence lane (issue 18)
+# The same tiny GPTModel, weights, batches and config on every pin from tests/equiv/expected.yaml's first_pin on:
+# `equiv-<version>` trains it in that pin's lane venv (tag requirement: pulled in by `equiv`, never a CI job of its
+# own); `equiv` (tags equiv, cpu) compares adjacent pins bit for bit and writes benchmarks/results/equivalence.*.
+# A pin from the checkpoint lane's first saver on shares its ckpt-venv-<version>; older lane pins get equiv-venv-.
+def _equiv_pins(pins) -> list:
+    import yaml
+
+    from compat.version import at_least
+
+    with open(ROOT / "tests" / "equiv" / "expected.yaml", encoding="utf-8") as fh:
+        first = yaml.safe_load(fh)["first_pin"]
+    return [pin for pin in pins if at_least(pin.version, first)]
+
+
+def _equiv_venv(pin) -> str:
+    return f"ckpt-venv-{pin.version}" if pin in CKPT_PINS else f"equiv-venv-{pin.version}"
+
+
+def _equiv_pin_session(pin):
+    def session_fn(session: nox.Session) -> None:
+        python = CKPT_PYTHON.get(f"gloo:{pin.version}")
+        if python is None:
+            session.error(f"the lane venv of {pin.version} was not built in this run (was --no-deps given?)")
+        session.run(python, "tests/equiv/lane.py", "pin", "--version", pin.version, "--python", python,
+                    *session.posargs, external=True, env={"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"})
+
+    session_fn.__doc__ = f"equivalence lane: train the lane's GPTModel on megatron-core {pin.version} (2 gloo ranks)"
+    return session_fn
+
+
+def _equiv_compare_session(pins):
+    def session_fn(session: nox.Session) -> None:
+        python = CKPT_PYTHON.get(f"gloo:{pins[-1].version}")
+        env = {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"}
+        session.run(python, "-m", "pytest", "tests/equiv", "-q", "-p", "no:cacheprovider", external=True, env=env)
+        session.run(python, "tests/equiv/lane.py", "compare", "--require-all", *session.posargs, external=True,
+                    env=env)
+
+    session_fn.__doc__ = ("equivalence lane: adjacent pins compared bit for bit (loss, grads, grad norm, zeros, "
+                          "params per step; buffer and optimizer bytes), against tests/equiv/expected.yaml")
+    return session_fn
+
+
+EQUIV_PINS = _equiv_pins(PINS)
+for _pin in EQUIV_PINS:
+    if _pin not in CKPT_PINS:  # the same recipe as a checkpoint-lane venv
+        _fn = _ckpt_venv_session(_pin, gpu=False)
+        _fn.__doc__ = f"equivalence-lane venv of megatron-core {_pin.version}: the pin's recipe + psutil"
+        nox.session(name=f"equiv-venv-{_pin.version}", python=_pin.python, venv_backend="uv",
+                    tags=["equiv-venv", "requirement"])(_fn)
+    nox.session(name=f"equiv-{_pin.version}", venv_backend="none", requires=[_equiv_venv(_pin)],
+                tags=["equiv-pin", "requirement"])(_equiv_pin_session(_pin))
+if EQUIV_PINS:
+    nox.session(name="equiv", venv_backend="none", requires=[f"equiv-{p.version}" for p in EQUIV_PINS],
+                tags=["equiv", "cpu"])(_equiv_compare_session(EQUIV_PINS))
+
+
 # ------------------------------------------------------------------------------ plain-install check (issue 16)
 # `pip install megatron-core==X` as a user does it: declared dependencies, no extras, the pin's CPU torch, into a
 # fresh venv; then import megatron.core and the modules the contract tests use (tests/smoke/probe.py). The outcome

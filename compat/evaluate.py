@@ -5,10 +5,21 @@ It understands ``self.<field>``, constants, tuples/lists/sets of them, ``and``/`
 ``len``, ``isinstance`` (against builtin types), ``bool``, ``int``, ``float``, ``str``, ``any``, ``all``, ``min``,
 ``max``, ``abs``. ``unsupported`` says statically why an expression is outside that language; ``evaluate`` returns
 UNKNOWN whenever a value is missing or an operation fails. Callers skip what is UNKNOWN: nothing is guessed.
+
+Every value the evaluator reads or makes is sized before it is used and before an operation builds its result:
+``size`` is about the length of its ``str()`` (a str its length, an int its digits, a container the sizes of its
+items, shared items counted each time they occur). An operand or a result over MAX_VALUE_SIZE, an int over
+MAX_INT_BITS, or a ``%`` format with a ``*`` or a width or precision over MAX_FORMAT_WIDTH makes the value UNKNOWN,
+so the check is skipped: a candidate's ``'a' * 10000 * 10000``, ``'%0999999999d' % 1`` or a user's 200,000-digit
+int costs microseconds, not gigabytes or seconds. Work is bounded too: each value made is charged its size plus a
+fixed cost per node against a ``Work`` budget (MAX_WORK, about a second), which the pre-check shares across all
+checks of one call; once it is spent, what is left is UNKNOWN.
 """
 from __future__ import annotations
 
 import ast
+import re
+import threading
 from functools import lru_cache
 
 from .dtypes import dtype_name
@@ -22,7 +33,92 @@ _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
 _CMPOPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
-_MAX_SEQUENCE = 10_000  # longest str/list a * may produce
+MAX_VALUE_SIZE = 100_000  # about the characters of str(value): the largest value read or made
+MAX_INT_BITS = 4096  # 1,233 digits; Megatron's checks compare sizes, counts and ratios
+MAX_FORMAT_WIDTH = 1000  # width or precision in a '%' format
+MAX_WORK = 16_000_000  # per Work budget: 250,000 node visits, or values adding up to 16 M characters
+_NODE_COST = 64
+_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
+
+
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
+class _TooLarge(Exception):
+    """A value over a size cap: the expression's value is UNKNOWN."""
+
+
+def size(value, limit: int = MAX_VALUE_SIZE) -> int:
+    """About len(str(value)), computed without building it; stops counting (returns > limit) past ``limit``."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, bool) or v is None:
+            total += 5
+        elif isinstance(v, int):
+            total += v.bit_length() * 3 // 10 + 2
+        elif type(v) in _CONTAINERS:  # exactly the builtins: a user's subclass may iterate without end
+            total += 2 + 2 * len(v)
+            if total <= limit:
+                stack.extend(v.items() if type(v) is dict else v)
+        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+            return limit + 1  # a subclass of a container: not sized, so not used
+        else:  # float, Dtype, UNKNOWN, anything else a user passed: its str is short or not used by the evaluator
+            total += 25
+        if total > limit:
+            return total
+    return total
+
+
+class Work:
+    """What evaluations may still spend (a pre-check shares one across the checks of a call)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, budget: int = MAX_WORK):
+        self.left = budget
+
+
+_CURRENT = threading.local()  # the Work of the evaluation running in this thread
+
+
+def _bounded(value):
+    """``value`` itself, charged to the current Work, or _TooLarge when it is over a cap or the budget is spent."""
+    cost = _NODE_COST
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise _TooLarge()
+    if isinstance(value, (str, list, tuple, set, frozenset, dict)):
+        cost += size(value)
+        if cost > MAX_VALUE_SIZE + _NODE_COST:
+            raise _TooLarge()
+    work = _CURRENT.work
+    work.left -= cost
+    if work.left < 0:
+        raise _TooLarge()
+    return value
+
+
+def _result_fits(op: type, left, right) -> bool:
+    """Whether ``left op right`` may be built: its size is bounded from the operands' before it is computed."""
+    if op is ast.Mult:
+        for seq, count in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
+                return count <= 0 or (size(seq) - 2) * count + 2 <= MAX_VALUE_SIZE  # the brackets once
+        if isinstance(left, int) and isinstance(right, int):
+            return left.bit_length() + right.bit_length() <= MAX_INT_BITS
+    if op is ast.Add and isinstance(left, (str, list, tuple)):
+        return size(left) + size(right) <= MAX_VALUE_SIZE
+    if op is ast.Mod and isinstance(left, str):
+        widths = 0
+        for match in _FORMAT_SPEC.finditer(left):
+            for number in match.groups():
+                if number == "*" or (number and int(number) > MAX_FORMAT_WIDTH):
+                    return False
+                widths += int(number or 0)
+        return len(left) + widths + size(right) <= MAX_VALUE_SIZE
+    return True
 
 
 class _Unknown:
@@ -124,13 +220,23 @@ def parse(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
-def evaluate(text: str, env: dict):
-    """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN."""
+def evaluate(text: str, env: dict, work: Work | None = None):
+    """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN. ``work``: the
+    budget to charge (a fresh MAX_WORK when None)."""
     try:
-        return _eval(parse(text), env)
+        return _within(work or Work(), _eval, parse(text), env)
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
-            MemoryError, SyntaxError):
+            MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
+
+
+def _within(work: Work, fn, *args):
+    outer = getattr(_CURRENT, "work", None)
+    _CURRENT.work = work
+    try:
+        return fn(*args)
+    finally:
+        _CURRENT.work = outer
 
 
 def truth(value):
@@ -144,6 +250,10 @@ def truth(value):
 
 
 def _eval(node: ast.expr, env: dict):
+    return _bounded(_value(node, env))
+
+
+def _value(node: ast.expr, env: dict):
     if isinstance(node, ast.Constant):
         return node.value
     if _is_self_field(node):
@@ -174,11 +284,8 @@ def _eval(node: ast.expr, env: dict):
         left, right = _eval(node.left, env), _eval(node.right, env)
         if left is UNKNOWN or right is UNKNOWN or isinstance(left, Dtype) or isinstance(right, Dtype):
             return UNKNOWN
-        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list, tuple)) or
-                                              isinstance(right, (str, list, tuple))):
-            count = right if isinstance(left, (str, list, tuple)) else left
-            if not isinstance(count, int) or count > _MAX_SEQUENCE:
-                return UNKNOWN
+        if not _result_fits(type(node.op), left, right):
+            return UNKNOWN
         return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env)
@@ -236,14 +343,18 @@ def render(message: str | None, env: dict) -> str | None:
         return node.value
     if not isinstance(node, ast.JoinedStr):
         return message
+    return _within(Work(), _render_pieces, node, env)
+
+
+def _render_pieces(node: ast.JoinedStr, env: dict) -> str:
     parts = []
     for piece in node.values:
         if isinstance(piece, ast.Constant):
             parts.append(str(piece.value))
             continue
         value = UNKNOWN if unsupported(piece.value) else _safe(piece.value, env)
-        parts.append("{" + ast.unparse(piece.value) + "}" if value is UNKNOWN else
-                     (repr(value) if piece.conversion == ord("r") else str(value)))
+        text = None if value is UNKNOWN else _text(value, piece.conversion == ord("r"))
+        parts.append("{" + ast.unparse(piece.value) + "}" if text is None else text)
     return "".join(parts)
 
 
@@ -254,4 +365,15 @@ def _safe(node, env):
         return UNKNOWN
 
 
-__all__ = ["Dtype", "UNKNOWN", "evaluate", "parse", "render", "truth", "unsupported"]
+def _text(value, as_repr: bool) -> str | None:
+    """str() or repr() of a value that fits in a message, else None (left as its expression)."""
+    if size(value) > MAX_VALUE_SIZE:
+        return None
+    try:
+        return repr(value) if as_repr else str(value)
+    except Exception:  # a user object's own __str__, an int past the str() digit limit
+        return None
+
+
+__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "parse", "render", "size",
+           "truth", "unsupported"]

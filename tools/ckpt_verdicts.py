@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
 DATA = ROOT / "compat" / "data" / "ckpt_lane.json"
+MAX_RESULTS_BYTES = 16 << 20
 
 
 def verdicts(results: dict) -> dict:
@@ -59,17 +60,24 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--out", default=str(DATA))
     args = ap.parse_args(argv)
-    text = render(json.loads(Path(args.results).read_text(encoding="utf-8")))
-    out = Path(args.out)
-    if args.check:
-        current = out.read_text(encoding="utf-8") if out.exists() else ""
-        if current != text:
-            print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
-            return 1
-        return 0
-    from compat.fsutil import atomic_write_text
+    from compat.archive import read_file
+    from compat.errors import CompatError, one_line
 
-    atomic_write_text(out, text)
+    try:
+        text = render(json.loads(read_file(args.results, MAX_RESULTS_BYTES, "results file", error=CompatError)))
+        out = Path(args.out)
+        if args.check:
+            current = read_file(out, MAX_RESULTS_BYTES, "verdicts file", error=CompatError) if out.exists() else b""
+            if current != text.encode("utf-8"):
+                print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
+                return 1
+            return 0
+        from compat.fsutil import atomic_write_text
+
+        atomic_write_text(out, text)
+    except (CompatError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        print(f"error: {one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 3
     return 0
 
 

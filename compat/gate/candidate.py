@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import refresh
 from .. import version as _v
-from ..errors import CandidateError, CompatError, VersionError
+from ..errors import CandidateError, CompatError, VersionError, one_line, shown
 from ..extract import extract_candidate
 
 _NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
@@ -62,8 +62,7 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
         return fetch_release(version, dest), None  # yanked: unknown until --accept asks the index
     if any(op in candidate for op in ("<", ">", "~=", "!=")):
         raise GateUsageError(f"{candidate!r}: pin one release with megatron-core==VERSION, or use latest")
-    shown = candidate if len(candidate) <= 200 else f"{candidate[:200]}...({len(candidate)} characters)"
-    raise CandidateError(f"candidate {shown!r} does not exist (expected megatron-core==VERSION, VERSION, "
+    raise CandidateError(f"candidate {shown(candidate)} does not exist (expected megatron-core==VERSION, VERSION, "
                          "latest, a wheel, an sdist or a Megatron-LM checkout)")
 
 
@@ -79,7 +78,7 @@ def read_candidate(path: Path) -> dict:
     except CandidateError as exc:
         if "\n" not in str(exc):
             raise
-        raise CandidateError(" ".join(str(exc).split())) from None  # one line, e.g. tarfile's per-method list
+        raise CandidateError(one_line(exc)) from None  # one line, e.g. tarfile's per-method list
     except CompatError:
         raise
     except Exception as exc:  # an untrusted archive can fail in many ways; none of them deserve a traceback

@@ -5,38 +5,20 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 """
 from __future__ import annotations
 
-from .. import version as _v
-from ..errors import VersionError
-from ..registry import load_json
-from .markdown import md_code
+from .lanes import pair_for
+from .markdown import bullet_section, md_code
 
 VARIANT_NAMES = {"plain": "the plain optimizer", "default": "the API default (no sharding type given)"}
-
-
-def _same(a, b) -> bool:
-    return not _v.is_newer(a, b) and not _v.is_newer(b, a)
+_PAIR_SHAPE = {"saved_on": str, "loaded_on": str, "exact": list, "failures": list, "losses": list}
+_ENTRY_SHAPE = {"failures": ("variant", "side", "message"), "losses": ("variant", "lost", "message")}
 
 
 def lane_verdict(candidate: str | None, against: str) -> dict | None:
     """The lane's pair that loads on ``candidate`` (saved on ``against`` when there is one), or a "not run" record
-    naming the session that would produce it; None when nothing can be said (no version, nothing to pair)."""
-    if not candidate:
-        return None
-    try:
-        _v.parse(candidate)
-    except VersionError:
-        return None  # a METADATA version that is not PEP 440: the report shows it as given, escaped
-    try:
-        pairs = load_json("ckpt_lane.json")["pairs"]
-    except (OSError, ValueError, KeyError):
-        pairs = []
-    into = [p for p in pairs if _same(p["loaded_on"], candidate)]
-    if into:
-        return {**next((p for p in into if _same(p["saved_on"], against)), into[-1]), "status": "measured"}
-    if _v.is_newer(candidate, against):
-        return {"saved_on": against, "loaded_on": candidate, "status": "not run",
-                "session": f"ckpt-{against}-to-{candidate}"}
-    return None
+    naming the session that would produce it; None when nothing can be said (no version, nothing to pair).
+    Malformed lane data gives ``{"status": "unreadable", "error": ...}``: the gate still reports, without it."""
+    return pair_for(candidate, against, "ckpt_lane.json", "saved_on", "loaded_on", f"ckpt-{against}-to-{candidate}",
+                    pair_shape=_PAIR_SHAPE, entry_shape=_ENTRY_SHAPE)
 
 
 def _names(variants) -> str:
@@ -46,7 +28,7 @@ def _names(variants) -> str:
 
 def sentences(verdict: dict | None) -> list[str]:
     """The verdict as report lines, e.g. "checkpoints saved with `dp_reshardable` on 0.18.2 load exactly on 0.19.2"."""
-    if verdict is None:
+    if verdict is None or verdict["status"] == "unreadable":
         return []
     old, new = md_code(verdict["saved_on"]), md_code(verdict["loaded_on"])
     if verdict["status"] == "not run":
@@ -63,7 +45,8 @@ def sentences(verdict: dict | None) -> list[str]:
         what = f"cannot be saved on {old}" if side == "save" else f"saved on {old} cannot be loaded on {new}"
         lines.append(f"{_names(variants)} {what}: {md_code(message)}")
     for loss in verdict["losses"]:
-        lines.append(f"**{_names([loss['variant']])} saved on {old} loses {', '.join(loss['lost'])} when loaded on "
+        lost = ", ".join(md_code(name) for name in loss["lost"])
+        lines.append(f"**{_names([loss['variant']])} saved on {old} loses {lost} when loaded on "
                      f"{new}**: {md_code(loss['message'])}")
     return lines
 
@@ -71,4 +54,4 @@ def sentences(verdict: dict | None) -> list[str]:
 def markdown_section(report) -> list[str]:
     """The report's "Checkpoints" section (empty when there is nothing to say)."""
     lines = sentences(lane_verdict(report.facts.get("version"), report.against))
-    return ["", "## Checkpoints", "", *[f"- {line}" for line in lines]] if lines else []
+    return bullet_section("Checkpoints", lines)

@@ -59,6 +59,12 @@ class GateReport:
 
         return lane_verdict(self.facts.get("version"), self.against)
 
+    def training(self) -> dict | None:
+        """The equivalence lane's verdict for the pin before the candidate -> the candidate (gate/training.py)."""
+        from .training import lane_verdict
+
+        return lane_verdict(self.facts.get("version"), self.against)
+
     def to_markdown(self) -> str:
         from .report import markdown
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 
-# C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
-# or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+from ..errors import escape_controls
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 def one_line(text) -> str:
     """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+    return escape_controls(str(text))
 
 
 def md_text(text) -> str:
@@ -44,3 +42,8 @@ def md_prose(text) -> str:
     parts = _DUNDER.split(one_line(text))
     return "".join(md_code(part) if i % 2 else _INLINE.sub(lambda m: "\\" + m.group(0), part)
                    for i, part in enumerate(parts))
+
+
+def bullet_section(title: str, lines: list[str]) -> list[str]:
+    """A report section of bullet lines (our own sentences), or nothing when there are none."""
+    return ["", f"## {title}", "", *[f"- {line}" for line in lines]] if lines else []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .markdown import md_code, md_prose, one_line
+from .markdown import bullet_section, md_code, md_prose, one_line
 
 DOC_WIDTH = 240
 
@@ -90,29 +90,34 @@ def install_section(report) -> list[str]:
     rec = report.sections.get("install")
     if not rec:
         return []
-    lines = ["", "## Install", "",
-             f"- plain install of {md_code('megatron-core==' + rec['pin'])} (declared dependencies, no extras, torch "
+    lines = [f"plain install of {md_code('megatron-core==' + rec['pin'])} (declared dependencies, no extras, torch "
              f"{md_prose(rec.get('torch') or '—')}, Python {md_prose(rec.get('python') or '—')}"
              + (f", with {md_prose(rec['override'])}" if rec.get("override") else "") + f"): "
              f"{md_prose(rec.get('install') or '—')}"]
     imports = rec.get("imports") or {}
     failing = {m: v for m, v in imports.items() if v != "ok"}
     if imports and not failing:
-        lines.append(f"- imports: all {len(imports)} modules the contract tests use import on CPU")
-    lines += [f"- {md_code(m)}: {md_prose(v)}" for m, v in sorted(failing.items())]
+        lines.append(f"imports: all {len(imports)} modules the contract tests use import on CPU")
+    lines += [f"{md_code(m)}: {md_prose(v)}" for m, v in sorted(failing.items())]
     if rec.get("undeclared"):
         after = {m: v for m, v in (rec.get("imports_with_undeclared") or {}).items() if v != "ok"}
-        lines.append(f"- imported but not declared: {', '.join(md_code(m) for m in rec['undeclared'])}"
+        lines.append(f"imported but not declared: {', '.join(md_code(m) for m in rec['undeclared'])}"
                      + (f"; with them installed, still failing: {', '.join(md_code(m) for m in sorted(after))}"
                         if after else "; with them installed every module imports"))
-    lines.append(f"- recorded {md_prose(rec.get('measured') or '—')} by `nox -s smoke-{md_prose(rec['pin'])}`")
-    return lines
+    lines.append(f"recorded {md_prose(rec.get('measured') or '—')} by `nox -s smoke-{md_prose(rec['pin'])}`")
+    return bullet_section("Install", lines)
 
 
 def _ckpt_section(report) -> list[str]:
     from .ckpt import markdown_section
 
     return markdown_section(report)  # the checkpoint lane's verdict (issue 11)
+
+
+def _training_section(report) -> list[str]:
+    from .training import markdown_section
+
+    return markdown_section(report)  # the equivalence lane's verdict (issue 18)
 
 
 def _accepted_section(report) -> list[str]:
@@ -125,7 +130,7 @@ def _accepted_section(report) -> list[str]:
 
 # Sections after the changes, in order: each takes the report and returns its lines ([] when it has nothing to say).
 # Add a section by inserting its function here.
-SECTIONS = [install_section, _ckpt_section, _accepted_section]
+SECTIONS = [install_section, _ckpt_section, _training_section, _accepted_section]
 
 
 def markdown(report) -> str:

@@ -39,13 +39,20 @@ VARIANT_ORDER = ("plain", "default", "dp_reshardable", "fully_reshardable", "dp_
 
 
 # --------------------------------------------------------------------------------------------- run a side
-def run_side(python, side, workdir, *, backend, timeout, plan=None) -> tuple[dict, dict]:
-    """Run worker.py in its own process group; returns (its report, process facts)."""
+def run_side(python, side, workdir, *, backend, timeout, plan=None, torchrun=False,
+             world_size=2) -> tuple[dict, dict]:
+    """Run worker.py in its own process group; returns (its report, process facts). ``torchrun``: the ranks are
+    launched by ``torchrun --standalone`` (env:// rendezvous) and the report is collected from their files after."""
     out = os.path.join(workdir, f"{side}.json")
-    cmd = [python, os.path.join(HERE, "worker.py"), side, "--ckpt", os.path.join(workdir, "ckpt"), "--out", out,
-           "--backend", backend, "--timeout", str(timeout)]
-    if plan is not None:
-        cmd += ["--plan", plan]
+    worker = os.path.join(HERE, "worker.py")
+    common = [side, "--ckpt", os.path.join(workdir, "ckpt"), "--out", out, "--backend", backend, "--timeout",
+              str(timeout), "--world-size", str(world_size)] + (["--plan", plan] if plan is not None else [])
+    rank_dir = os.path.join(workdir, f"{side}-ranks")
+    if torchrun:
+        cmd = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world_size}", worker,
+               *common, "--rank-dir", rank_dir]
+    else:
+        cmd = [python, worker, *common]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, start_new_session=True)
@@ -60,6 +67,8 @@ def run_side(python, side, workdir, *, backend, timeout, plan=None) -> tuple[dic
     facts.update(exit_code=proc.returncode, wall_s=round(time.monotonic() - t0, 2),
                  cpu_s=round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2))
     facts["group_left_behind"] = _group_leftovers(proc.pid)
+    if torchrun:
+        subprocess.run([python, worker, *common, "--collect", rank_dir], check=False, timeout=120)
     report = {}
     if os.path.exists(out):
         with open(out, encoding="utf-8") as fh:
@@ -346,14 +355,16 @@ def run_pair(args) -> int:
     workdir = args.keep or tempfile.mkdtemp(prefix="mcore_ckpt_lane_")
     os.makedirs(os.path.join(workdir, "ckpt"), exist_ok=True)
     problems = []
-    save, save_facts = run_side(args.old_python, "save", workdir, backend=args.backend, timeout=args.timeout)
+    save, save_facts = run_side(args.old_python, "save", workdir, backend=args.backend, timeout=args.timeout,
+                                torchrun=args.torchrun)
     problems += _side_problems("save", save, save_facts)
     plan = [p for p in save.get("plan", []) if _saved(save, p["id"])]
     plan_path = os.path.join(workdir, "load_plan.json")
     with open(plan_path, "w", encoding="utf-8") as fh:
         json.dump({"plan": plan}, fh)
     load, load_facts = ({}, {}) if not plan else run_side(args.new_python, "load", workdir, backend=args.backend,
-                                                           timeout=args.timeout, plan=plan_path)
+                                                           timeout=args.timeout, plan=plan_path,
+                                                           torchrun=args.torchrun)
     if plan:
         problems += _side_problems("load", load, load_facts)
     if not save.get("plan"):
@@ -456,6 +467,7 @@ def main(argv=None) -> int:
                    help="seconds per side before its ranks are killed")
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep the checkpoints and reports")
     p.add_argument("--no-record", action="store_true", help="do not write benchmarks/results/ckpt_lane.*")
+    p.add_argument("--torchrun", action="store_true", help="launch each side's ranks with torchrun --standalone")
     sub.add_parser("table", help="re-render benchmarks/results/ckpt_lane.md from ckpt_lane.json")
     args = ap.parse_args(argv)
     if args.command == "table":

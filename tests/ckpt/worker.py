@@ -2,6 +2,8 @@
 
     python tests/ckpt/worker.py save --ckpt DIR --out SAVE.json [--backend gloo]
     python tests/ckpt/worker.py load --ckpt DIR --out LOAD.json --plan SAVE.json [--backend gloo]
+    torchrun --standalone --nproc_per_node=2 tests/ckpt/worker.py save ... --rank-dir D   (each process a rank)
+    python tests/ckpt/worker.py save ... --out SAVE.json --collect D       (the report from D's rank files)
 
 The launcher (this process) imports neither torch nor megatron. It spawns the ranks once per side; every rank
 runs every variant, so the ~3 s import is paid once per side, not per variant. Ranks rendezvous through a
@@ -47,6 +49,8 @@ def main(argv=None) -> int:
     ap.add_argument("--world-size", type=int, default=WORLD_SIZE)
     ap.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_CKPT_TIMEOUT", "300")))
     ap.add_argument("--only", help="save: comma-separated variant ids to run (default: all)")
+    ap.add_argument("--rank-dir", help="under torchrun: where each rank writes rank<r>.json (then --collect it)")
+    ap.add_argument("--collect", metavar="DIR", help="write --out from a torchrun run's rank files in DIR")
     args = ap.parse_args(argv)
     plan = None
     if args.side == "load":
@@ -59,8 +63,23 @@ def main(argv=None) -> int:
         args.world_size = min(args.world_size, _cuda_device_count())
         if args.world_size < 1:
             ap.error("--backend nccl needs a CUDA device; torch.cuda.device_count() is 0")
-    report = run_side(args.side, args.ckpt, plan, backend=args.backend, world_size=args.world_size,
-                      timeout=args.timeout, only=only)
+    sys.path.insert(0, INTEGRATION)
+    import launch
+
+    here = launch.torchrun_rank()
+    if here is not None:  # this process is one rank of a torchrun launch (env:// rendezvous)
+        if not args.rank_dir:
+            ap.error("under torchrun, give --rank-dir (and --collect it once torchrun returns)")
+        os.makedirs(args.rank_dir, exist_ok=True)
+        _rank(here.rank, here.world_size, args.backend, here.init_method, args.side, args.ckpt, plan, args.rank_dir,
+              only, local_rank=here.local_rank)
+    if args.collect:
+        report = side_report(args.side, args.collect, backend=args.backend, world_size=args.world_size, killed=[],
+                             left=[], wall_s=0.0, why_missing="torchrun's rank wrote no report")
+        report["launcher"] = "torchrun"
+    else:
+        report = run_side(args.side, args.ckpt, plan, backend=args.backend, world_size=args.world_size,
+                          timeout=args.timeout, only=only)
     tmp = f"{args.out}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(report, fh)
@@ -104,17 +123,25 @@ def run_side(side, ckpt_root, plan, *, backend, world_size, timeout, only=None) 
                 p.join(10)
                 killed.append(rank)
         left = _reap_children(psutil)
-        ranks = []
-        for rank, p in enumerate(procs):
-            path = os.path.join(tmp, f"rank{rank}.json")
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as fh:
-                    ranks.append(json.load(fh))
-            else:
-                why = f"killed after the {timeout:.0f} s timeout" if rank in killed else f"exit code {p.exitcode}"
-                ranks.append({"rank": rank, "error": f"rank {rank} wrote no report ({why})"})
+        why = {rank: f"killed after the {timeout:.0f} s timeout" if rank in killed else f"exit code {p.exitcode}"
+               for rank, p in enumerate(procs)}
+        return side_report(side, tmp, backend=backend, world_size=world_size, killed=killed, left=left,
+                           wall_s=round(time.monotonic() - t0, 3), why_missing=why)
+
+
+def side_report(side, rank_dir, *, backend, world_size, killed, left, wall_s, why_missing) -> dict:
+    """The side's report from the ranks' rank<r>.json files (forked ranks, or a torchrun launch)."""
+    ranks = []
+    for rank in range(world_size):
+        path = os.path.join(rank_dir, f"rank{rank}.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                ranks.append(json.load(fh))
+        else:
+            why = why_missing.get(rank) if isinstance(why_missing, dict) else why_missing
+            ranks.append({"rank": rank, "error": f"rank {rank} wrote no report ({why})"})
     out = {"side": side, "backend": backend, "world_size": world_size, "ranks": ranks, "killed": killed,
-           "left_behind": left, "wall_s": round(time.monotonic() - t0, 3)}
+           "left_behind": left, "wall_s": wall_s}
     if side == "save":
         out["plan"] = (ranks[0].get("plan") if ranks else None) or []
     return out
@@ -172,7 +199,7 @@ def _is_resource_tracker(psutil, proc) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------- rank
-def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=None):
+def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=None, local_rank=None):
     os.environ["MCORE_COMPAT_WORKER"] = "1"  # cpu_patches.apply refuses to run elsewhere
     if backend != "nccl":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -195,13 +222,12 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
 
         version = installed_version()
         result["megatron_version"] = version
-        if backend == "nccl":
-            torch.cuda.set_device(rank % torch.cuda.device_count())
-            device = torch.device("cuda", torch.cuda.current_device())
-        else:
+        import launch
+
+        device = launch.rank_device(backend, rank if local_rank is None else local_rank)
+        if backend != "nccl":
             import cpu_patches
 
-            device = torch.device("cpu")
             patches += cpu_patches.apply(version)
         patches += lane_patches.after_megatron(backend, emulating="emulate_fused_adam" in patches)
         result["patches"] = patches
@@ -224,19 +250,9 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
     finally:
         result["children_reaped"] = _reap_own_children()
         result["total_s"] = round(time.perf_counter() - t_start, 3)
-        tmp = os.path.join(out_dir, f"rank{rank}.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, default=str)
-        os.replace(tmp, os.path.join(out_dir, f"rank{rank}.json"))
-        try:
-            import torch.distributed as dist
+    import launch
 
-            if result["error"] is None and dist.is_initialized():
-                dist.barrier()
-                dist.destroy_process_group()
-        except Exception:
-            pass
-    os._exit(0 if result["error"] is None else 1)
+    launch.finish_rank(result, out_dir)
 
 
 def _reap_own_children() -> list[str]:

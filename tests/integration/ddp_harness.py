@@ -1,6 +1,8 @@
 """Real megatron-core DistributedDataParallel + optimizer step in spawned ranks.
 
-The parent side (``start_cases`` / ``run_cases``) starts ``world_size`` ranks ONCE for a whole list of cases
+Under ``torchrun`` (``torchrun --standalone --nproc_per_node=2 -m pytest tests/integration/test_ddp_gloo.py``)
+each pytest process is a rank: ``start_cases`` then runs the cases in it (env:// rendezvous, see launch.py).
+Otherwise the parent side (``start_cases`` / ``run_cases``) starts ``world_size`` ranks ONCE for a whole list of cases
 (importing megatron costs 4-15 s of CPU per process): forked when the parent has already imported megatron on
 CPU (a pin session's import check does; the ranks then inherit it), else spawned. They rendezvous through a
 ``file://`` store in a fresh temp dir
@@ -32,6 +34,10 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import launch  # noqa: E402
 
 HIDDEN = 64
 NUM_LINEARS = 3
@@ -117,10 +123,14 @@ def start_cases(
     timeout: float | None = None,
     mutation_trap: bool = True,
 ) -> DdpRun:
-    """Spawn ``world_size`` ranks that run every case, and return at once (see ``DdpRun``)."""
+    """Spawn ``world_size`` ranks that run every case, and return at once (see ``DdpRun``). Under torchrun this
+    process is one of the ranks: the cases run here when ``wait()`` is called (``TorchrunRun``)."""
     import multiprocessing as mp
 
     cases = default_cases() if cases is None else cases
+    here = launch.torchrun_rank()
+    if here is not None:
+        return TorchrunRun(here, cases, backend, mutation_trap)
     if timeout is None:
         timeout = float(os.environ.get("MCORE_COMPAT_DDP_TIMEOUT", "420"))
     ctx = mp.get_context(_start_method(backend))
@@ -137,6 +147,34 @@ def start_cases(
         p.start()
         procs.append(p)
     return DdpRun(procs, tmp, timeout, t0)
+
+
+class TorchrunRun:
+    """This process is rank ``here.rank`` of a torchrun launch (env:// rendezvous): ``wait()`` runs the cases in it
+    (the CPU patches too, on gloo: the process is a rank, not a test parent) and all-gathers every rank's results,
+    so each rank's tests see the same ``{"ranks": [...], ...}`` as after ``DdpRun.wait``."""
+
+    def __init__(self, here, cases, backend, mutation_trap):
+        self.here, self.cases, self.backend, self.mutation_trap = here, cases, backend, mutation_trap
+        self._results: dict | None = None
+
+    def wait(self) -> dict:
+        if self._results is None:
+            t0 = time.monotonic()
+            mine = run_rank(self.here.rank, self.here.world_size, self.backend, self.here.init_method, self.cases,
+                            self.mutation_trap, local_rank=self.here.local_rank)
+            ranks = [mine]
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                ranks = [None] * self.here.world_size
+                dist.all_gather_object(ranks, mine)
+            self._results = {"ranks": ranks, "exitcodes": [], "killed": [], "wall_s": time.monotonic() - t0,
+                             "launcher": "torchrun"}
+        return self._results
+
+    def stop(self) -> None:
+        pass
 
 
 def _start_method(backend: str) -> str:
@@ -348,7 +386,7 @@ def _describe_buffer(buf):
     }
 
 
-def _reduced_grads(ddp, use_dist_opt, rank, world_size):
+def _reduced_grads(ddp, use_dist_opt, rank, world_size, group=None):
     """fp32 copy of every buffer's reduced grads as seen after finish_grad_sync.
 
     All-reduce: the whole buffer is the result on every rank. Reduce-scatter:
@@ -368,7 +406,7 @@ def _reduced_grads(ddp, use_dist_opt, rank, world_size):
                 off = b.grad_data.storage_offset() - buf.grad_data.storage_offset()
                 mine = full[off + rank * shard : off + (rank + 1) * shard].contiguous()
                 parts = [torch.empty_like(mine) for _ in range(world_size)]
-                dist.all_gather(parts, mine)
+                dist.all_gather(parts, mine, group=group)
                 full[off : off + shard * world_size] = torch.cat(parts)
         out.append(full)
     return out
@@ -525,7 +563,8 @@ def _mutation_trap(rank, world_size, device):
     }
 
 
-def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_trap):
+def run_rank(rank, world_size, backend, init_method, cases, mutation_trap, *, local_rank=None) -> dict:
+    """One rank's work (forked, spawned or launched by torchrun): patches, init, every case; never raises."""
     os.environ["MCORE_COMPAT_WORKER"] = "1"
     if backend != "nccl":  # the CPU path behaves the same on a GPU host: hide the GPUs
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -533,7 +572,8 @@ def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_tra
     for p in (HERE, REPO_ROOT):
         if p not in sys.path:
             sys.path.append(p)
-    result = {"rank": rank, "world_size": world_size, "backend": backend, "cases": {}, "error": None}
+    result = {"rank": rank, "world_size": world_size, "backend": backend, "cases": {}, "error": None,
+              "init_method": init_method.split(":")[0]}
     t_start = time.perf_counter()
     try:
         import torch
@@ -545,12 +585,10 @@ def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_tra
 
         version = installed_version()
         result["megatron_version"] = version
+        device = launch.rank_device(backend, rank if local_rank is None else local_rank)
         if backend == "nccl":
-            torch.cuda.set_device(rank % torch.cuda.device_count())
-            device = torch.device("cuda", torch.cuda.current_device())
             result["patches"] = []
         else:
-            device = torch.device("cpu")
             import cpu_patches
 
             result["patches"] = cpu_patches.apply(version)
@@ -569,23 +607,14 @@ def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_tra
             result["mutation_trap"] = _mutation_trap(rank, world_size, device)
     except BaseException:
         result["error"] = traceback.format_exc()
-    finally:
-        result["total_s"] = time.perf_counter() - t_start
-        tmp = os.path.join(out_dir, f"rank{rank}.json.tmp")
-        with open(tmp, "w") as fh:
-            json.dump(result, fh, indent=1, default=str)
-        os.replace(tmp, os.path.join(out_dir, f"rank{rank}.json"))
-        try:
-            import torch.distributed as dist
+    result["total_s"] = time.perf_counter() - t_start
+    return result
 
-            if result["error"] is None and dist.is_initialized():
-                dist.barrier()
-                dist.destroy_process_group()
-        except Exception:
-            pass
-    # A crashed rank leaves its peer waiting in a collective; exit hard so the parent
-    # only has to kill the peer, not unwind half-torn-down distributed state.
-    os._exit(0 if result["error"] is None else 1)
+
+def _worker(rank, world_size, backend, init_method, cases, out_dir, mutation_trap):
+    """Target of a forked or spawned rank: run_rank, its result as rank<r>.json, then exit hard."""
+    result = run_rank(rank, world_size, backend, init_method, cases, mutation_trap)
+    launch.finish_rank(result, out_dir)
 
 
 # ----------------------------------------------------------------------------------------

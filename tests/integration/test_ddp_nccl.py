@@ -1,4 +1,5 @@
-"""GPU variant of test_ddp_gloo: nccl, world_size = min(2, #GPUs), no CPU patches.
+"""GPU variant of test_ddp_gloo: nccl, world_size = min(2, #GPUs), no CPU patches; under torchrun
+(``torchrun --nproc_per_node=8 -m pytest tests/integration/test_ddp_nccl.py``) every process is a rank on its GPU.
 
 Same harness and worker (``ddp_harness.run_cases(backend="nccl")``). Besides the
 byte accounting it records ``torch.cuda.max_memory_allocated`` across
@@ -53,7 +54,7 @@ def gpu_run():
     errors = [e for e in ddp_harness.rank_errors(results) if _missing_dependency(e) is None]
     if errors:
         pytest.fail("nccl DDP worker failed:\n" + "\n".join(errors), pytrace=False)
-    results["world_size"] = world_size
+    results["world_size"] = len(results["ranks"])  # torchrun: its WORLD_SIZE (one GPU per LOCAL_RANK)
     return results
 
 

@@ -79,14 +79,15 @@ def test_matrices_cover_exactly_the_nox_sessions(source):
     assert matrices["gpu"] == [s for s in sessions if s.startswith("gpu-") and s not in required]
     assert matrices["scheduled"] == ["gate"]
     assert "unit" in matrices["cpu"]
-    assert all(s == "unit" or s.startswith(("mcore-", "ckpt-")) for s in matrices["cpu"]), matrices["cpu"]
+    assert all(s in ("unit", "equiv") or s.startswith(("mcore-", "ckpt-")) for s in matrices["cpu"]), matrices["cpu"]
     if source == "real":  # every pin of matrix.yaml has its CPU and GPU job; the lane's venvs are requirements
         pins = [p["version"] for p in yaml.safe_load((ROOT / "matrix.yaml").read_text())["pins"]]
         assert {f"mcore-{v}" for v in pins} <= set(matrices["cpu"])
         assert [f"gpu-{v}" for v in pins] == [s for s in matrices["gpu"] if not s.startswith("gpu-ckpt-")]
-        assert required and all(s.startswith(("ckpt-venv-", "gpu-ckpt-venv-")) for s in required)
+        assert required and all(s.startswith(("ckpt-venv-", "gpu-ckpt-venv-", "equiv-")) for s in required)
         assert any(s.startswith("ckpt-") for s in matrices["cpu"])
         assert matrices["smoke"] == [f"smoke-{v}" for v in pins], "one plain-install job per pin, none in cpu"
+        assert "equiv" in matrices["cpu"]  # the equivalence lane is one CPU job; its pin runs are requirements
 
 
 def test_workflow_wires_the_matrices(workflow):
