@@ -360,6 +360,3 @@ def diff_config(key: str, base: Schema, cand: Schema, version: str | None, *, re
                           "pre-checks the evaluable ones from the registry after --accept", config))
     return out
 
-
-def diff_ddp(base: Schema, cand: Schema, renames, rules, version: str | None) -> list[Change]:
-    return _Diff(base, cand, renames, rules, version).run()
