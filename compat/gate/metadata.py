@@ -32,9 +32,14 @@ PYTHONS = tuple(f"3.{minor}" for minor in range(8, 16))  # the interpreters a Re
 def registry_metadata(version: str) -> dict | None:
     """``{"requires_python", "requires_dist"}`` of a registry release, or None when metadata.json lacks it."""
     try:
-        return load_json("metadata.json")["releases"].get(version)
-    except (OSError, ValueError, KeyError, AttributeError):
+        entry = load_json("metadata.json")["releases"].get(version)
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("requires_dist", []), list):
+        return None
+    rp = entry.get("requires_python")
+    return {"requires_python": rp if isinstance(rp, str) else None,
+            "requires_dist": [r for r in entry.get("requires_dist", []) if isinstance(r, str)]}
 
 
 def candidate_metadata(path) -> dict | None:

@@ -17,16 +17,20 @@ def install_record(against: str) -> dict | None:
     """The recorded plain install of the newest pin at or before ``against`` (install.json), or None."""
     try:
         pins = load_json("install.json")["pins"]
-    except (OSError, ValueError, KeyError):
-        return None
-    try:
-        older = [v for v in pins if not _v.is_newer(v, against)]
-    except VersionError:
-        return None
+        older = [v for v, rec in pins.items() if isinstance(rec, dict) and isinstance(rec.get("install"), str)
+                 and not _v.is_newer(v, against)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, VersionError):
+        return None  # no usable plain-install data: the report has no Install section
     if not older:
         return None
     pin = _v.newest(older)
-    return {"pin": pin, **pins[pin]}
+    rec = pins[pin]
+    imports = rec.get("imports") if isinstance(rec.get("imports"), dict) else {}
+    return {**{k: v for k, v in rec.items() if isinstance(v, str) or v is None}, "pin": pin,
+            "imports": {str(m): str(v) for m, v in imports.items()},
+            "undeclared": [str(m) for m in rec.get("undeclared") or [] if isinstance(m, str)],
+            "imports_with_undeclared": {str(m): str(v) for m, v in (rec.get("imports_with_undeclared") or {}).items()}
+            if isinstance(rec.get("imports_with_undeclared"), dict) else {}}
 
 
 def add_sections(report, path: Path, reg: Registry) -> None:

@@ -304,3 +304,22 @@ def test_a_checkout_change_names_the_commit_that_made_it(tmp_path):
     assert f"upstream commit: `{sha[:12]} Flip grad_reduce_in_fp32 (#1234)`" in report.to_markdown()
     assert report.sections["checkout"]["head"] == sha
     assert json.loads(json.dumps(report.to_dict(), default=str))["changes"]["breaking"][0]["commit"] == c.commit
+
+
+@pytest.mark.parametrize("name, data", [("install.json", {"format": 1, "pins": {"0.19.2": "x"}}),
+                                        ("install.json", {"format": 1, "pins": ["0.19.2"]}),
+                                        ("metadata.json", {"format": 1, "releases": {"0.19.2": ["torch"]}}),
+                                        ("metadata.json", {"releases": {"0.19.2": {"requires_dist": "torch"}}})])
+def test_malformed_gate_data_leaves_its_part_out(tmp_path, monkeypatch, name, data):
+    import compat.gate.sections as sections
+
+    real = load_json
+
+    def fake(file):
+        return data if file == name else real(file)
+
+    monkeypatch.setattr(sections, "load_json", fake)
+    monkeypatch.setattr(metadata, "load_json", fake)
+    report = g.gate(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"), REG, "0.19.2")
+    text = report.to_markdown()
+    assert ("## Install" not in text) if name == "install.json" else ("metadata.json has no entry" in text)
