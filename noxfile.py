@@ -465,6 +465,36 @@ if EQUIV_PINS:
                 tags=["equiv", "cpu"])(_equiv_compare_session(EQUIV_PINS))
 
 
+# ------------------------------------------------------------------------------ plain-install check (issue 16)
+# `pip install megatron-core==X` as a user does it: declared dependencies, no extras, the pin's CPU torch, into a
+# fresh venv; then import megatron.core and the modules the contract tests use (tests/smoke/probe.py). The outcome
+# is compared with compat/data/install.json (tools/smoke.py): a change either way fails the session
+# (`nox -s smoke-X -- --record` records the new outcome). Tag `smoke`, not `cpu`: CI runs them in their own jobs.
+def make_smoke_session(pin):
+    def session_fn(session: nox.Session) -> None:
+        _require_uv()
+        from tools import smoke
+        from compat.registry import registry
+
+        requires_python = registry().releases.get(pin.version, {}).get("requires_python")
+        uv = nox.virtualenv.find_uv()[1]
+        diffs = smoke.run(pin, python_exe=str(Path(session.bin) / "python"), uv=uv, index_args=index_args(),
+                          requires_python=requires_python, record="--record" in session.posargs, log=session.log)
+        if diffs:
+            session.error(f"smoke-{pin.version}: the plain install differs from compat/data/install.json: "
+                          + "; ".join(diffs))
+
+    session_fn.__doc__ = (f"plain install of megatron-core {pin.version} (declared deps, no extras, torch {pin.torch})"
+                          ", imports compared with compat/data/install.json")
+    session_fn.__name__ = f"smoke_{pin.version.replace('.', '_')}"
+    return session_fn
+
+
+for _pin in PINS:
+    nox.session(name=f"smoke-{_pin.version}", python=_pin.python, venv_backend="uv", reuse_venv=False,
+                tags=["smoke"])(make_smoke_session(_pin))
+
+
 if __name__ == "__main__":  # `python noxfile.py` also works
     nox.main()
 

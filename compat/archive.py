@@ -381,6 +381,11 @@ class Source:
 
     def metadata(self) -> dict[str, str]:
         """Headers of the wheel's METADATA or the sdist's PKG-INFO (bounded); {} for a tree or when absent."""
+        headers = self.metadata_headers(("Name", "Version", "Requires-Python"))
+        return {k: values[-1] for k, values in headers.items()}  # a repeated header: the last one, as before
+
+    def metadata_headers(self, names) -> dict[str, list[str]]:
+        """Every value of each header in ``names`` (Requires-Dist repeats), whitespace folded; {} without METADATA."""
         meta = None
         if self.kind == "wheel":
             meta = next((n for n in self._members if _DIST_INFO_METADATA.fullmatch(n)), None)
@@ -390,7 +395,11 @@ class Source:
         if not meta:
             return {}
         headers = HeaderParser().parsestr(self.read(meta, MAX_METADATA_BYTES).decode("utf-8", "replace"))
-        return {k: " ".join(str(v).split()) for k, v in headers.items() if k in ("Name", "Version", "Requires-Python")}
+        out: dict[str, list[str]] = {}
+        for k, v in headers.items():
+            if k in names:
+                out.setdefault(k, []).append(" ".join(str(v).split()))
+        return out
 
 
 _WHEEL_DATA = re.compile(r"[^/]+\.data/(?:purelib|platlib)/")

@@ -3,10 +3,11 @@
     nox -l --json | python tools/ci_matrix.py -      # or: python tools/ci_matrix.py  (runs nox itself)
 
 Prints ``key=value`` lines for $GITHUB_OUTPUT: ``cpu``, ``gpu`` and ``scheduled`` are
-``{"include": [{"session": ...}, ...]}`` matrices, and ``has_cpu`` / ``has_gpu`` / ``has_scheduled``
+``{"include": [{"session": ...}, ...]}`` matrices (and ``smoke``), and ``has_cpu`` / ``has_gpu`` / ``has_scheduled``
 say whether each is non-empty (a job with an empty matrix fails, so the workflow skips it).
 Every session lands in exactly one matrix: tag ``gate`` (or name ``gate``) -> scheduled (weekly cron),
-tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), anything else -> cpu (ubuntu-latest); a session tagged
+tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), tag ``smoke`` -> smoke (the plain-install checks, one
+job per pin, apart from cpu's time budget), anything else -> cpu (ubuntu-latest); a session tagged
 ``requirement`` is in none: it runs inside the job of the session that requires it.
 Standard library only: it runs before anything is installed.
 """
@@ -17,6 +18,8 @@ import subprocess
 import sys
 
 REQUIREMENT_TAG = "requirement"
+SMOKE_TAG = "smoke"
+KINDS = ("cpu", "gpu", "scheduled", "smoke")
 
 
 def classify(session: dict) -> str | None:
@@ -29,11 +32,13 @@ def classify(session: dict) -> str | None:
         return "scheduled"
     if name.startswith("gpu-") or "gpu" in tags:
         return "gpu"
+    if SMOKE_TAG in tags:
+        return "smoke"
     return "cpu"
 
 
 def matrices(sessions: list[dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {"cpu": {"include": []}, "gpu": {"include": []}, "scheduled": {"include": []}}
+    out: dict[str, dict] = {kind: {"include": []} for kind in KINDS}
     for s in sessions:  # "session" is unique: parametrized ones read name(param=...)
         kind = classify(s)
         if kind is not None:

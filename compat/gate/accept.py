@@ -32,8 +32,10 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
     version = _v.parse(facts["version"])
     if version.is_prerelease or version.is_devrelease or version.local:
         raise CandidateError(f"cannot accept {version}: the registry holds final releases only")
-    if "optimizer" not in facts:
-        raise CandidateError("cannot accept a candidate without megatron/core/optimizer/optimizer_config.py")
+    missing = [c for c in report.by_level("breaking") if c.what == "missing"]
+    if missing or "optimizer" not in facts:
+        lacks = ", ".join(f"{c.config} ({c.old})" for c in missing) or "OptimizerConfig"
+        raise CandidateError(f"cannot accept {version}: it lacks {lacks}, which the compared release has")
     bad = unwritable(facts)
     if bad:
         raise CandidateError(f"cannot accept {version}: the registry is strict UTF-8 JSON (no Infinity, NaN or "

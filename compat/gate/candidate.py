@@ -13,6 +13,7 @@ from ..extract import extract_candidate
 
 _NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
 _SPEC = re.compile(r"^\s*megatron[-_.]core\s*==\s*(\S+)\s*$", re.IGNORECASE)
+BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*([.-]?(a|b|rc|post|dev)\d*)*\s*$", re.IGNORECASE)
 
 
 class GateUsageError(Exception):
@@ -38,12 +39,15 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
     """A local wheel/sdist/tree for CANDIDATE (downloading a release spec). Returns (path, yanked or None).
 
     The keywords win over a file of the same name: ``latest`` and ``megatron-core==X`` are never read as paths
-    (write ``./latest`` for a directory named latest)."""
+    (write ``./latest`` for a directory named latest). A bare version (``0.19.2``) that is not an existing path
+    means that release, as with ``--project``."""
     spec = _SPEC.match(candidate)
     keyword = candidate.strip().lower() == "latest"
     path = None if (spec or keyword) else _local_path(candidate)
     if path is not None:
         return path, False
+    if not keyword and not spec and BARE_VERSION.match(candidate):  # `gate 0.19.2`: that release (no such path)
+        spec = _SPEC.match(f"megatron-core=={candidate.strip().lstrip('vV')}")
     if keyword:
         releases = refresh.list_releases()
         finals = [v for v, yanked in releases.items() if not yanked]
@@ -58,8 +62,8 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
         return fetch_release(version, dest), None  # yanked: unknown until --accept asks the index
     if any(op in candidate for op in ("<", ">", "~=", "!=")):
         raise GateUsageError(f"{candidate!r}: pin one release with megatron-core==VERSION, or use latest")
-    raise CandidateError(f"candidate {shown(candidate)} does not exist (expected megatron-core==VERSION, latest, "
-                         "a wheel, an sdist or a Megatron-LM checkout)")
+    raise CandidateError(f"candidate {shown(candidate)} does not exist (expected megatron-core==VERSION, VERSION, "
+                         "latest, a wheel, an sdist or a Megatron-LM checkout)")
 
 
 def fetch_release(version: str, dest: Path | None = None) -> Path:

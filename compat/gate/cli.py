@@ -38,8 +38,8 @@ def cmd_gate(args) -> int:
     registry, matrix = (None if p is None else Path(p) for p in (args.registry, args.matrix))
     try:
         reg = load_registry(registry)
-        against = resolve_against(reg, args.against)
-        report = gate(args.candidate, reg, against)
+        against = resolve_against(reg, args.against) if args.against is not None else None
+        report = gate(args.candidate, reg, against, matrix=matrix)
         if args.accept:
             accept(report, registry, matrix, replace=args.replace)
     except GateUsageError as exc:
@@ -61,9 +61,11 @@ def register(sub) -> None:
     p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
                        description=GATE_DOC)
     p.add_argument("candidate", nargs="?",
-                   help="megatron-core==VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout. The "
-                        "keywords win over a file of that name: write ./latest for a directory named latest")
-    p.add_argument("--against", metavar="VERSION", help="registry release to compare with (default: the newest)")
+                   help="megatron-core==VERSION, VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout. "
+                        "The keywords win over a file of that name: write ./latest for a directory named latest")
+    p.add_argument("--against", metavar="VERSION",
+                   help="registry release to compare with (default: the newest; for a candidate that is already a "
+                        "registry release, the pin before it in matrix.yaml)")
     p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
     p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
     p.add_argument("--accept", action="store_true",

@@ -1,8 +1,12 @@
-"""The gate's classifier: what changed between two DDPConfig / OptimizerConfig snapshots, and how much it matters.
+"""The gate's classifier: what changed between two snapshots of a config class, and how much it matters.
 
-Breaking: a field the shim maps or pins (renames.json, rules.json) is removed, a default or a type changes, or a
-new ``__post_init__`` check reads a field the resolver sets. Needs a decision: new fields, removed unpinned fields,
-new checks. Informational: doc-only changes, reordering, spelling-only changes.
+One path for every class of ``compat.configs.CONFIGS``; how each class is treated is data (``policy.POLICY``).
+Breaking: something an existing config does stops working or silently changes: a field the shim maps, pins or reads
+is removed, a default changes (users who leave the field unset get another value, whatever the shim reads), an old
+value no longer fits the annotation, a new ``__post_init__`` check can reject a value the resolver sets, a class is
+gone. Needs a decision: new fields, widened annotations (the shim refuses the new values until ``--accept``), removed
+unpinned fields, new checks, checks that fire only when a new default-off field is set. Informational: doc-only
+changes, reordering, spelling-only changes.
 """
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from ..extract import OPTIMIZER_FIELDS_OF_INTEREST
 from ..annotations import type_key
-from ..registry import Field, Schema, field_from_record
+from ..registry import Field, Schema
+from .levels import NARROWED, WIDENED, annotation_fit, gated_by_new_field, keep_old_kwargs, new_checks
+from .policy import policy
 
 BREAKING, DECISION, INFO = "breaking", "needs a decision", "informational"
 LEVELS = (BREAKING, DECISION, INFO)
@@ -32,6 +37,8 @@ class Change:
     config: str = DDP
     notes: list = field(default_factory=list)
     proposal: dict | None = None  # a renames.json entry
+    kwargs: dict | None = None  # what to pass to keep the old behaviour (a default change)
+    commit: str | None = None  # the upstream commit that introduced it (a git checkout candidate)
 
 
 # ------------------------------------------------------------------------------------------ shim knowledge
@@ -129,9 +136,12 @@ _BACKTICKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
 # ------------------------------------------------------------------------------------------ the diff
 class _Diff:
-    def __init__(self, base: Schema, cand: Schema, renames, rules, version: str | None):
+    def __init__(self, base: Schema, cand: Schema, renames, rules, version: str | None, read_by_shim=()):
         self.base, self.cand, self.renames, self.rules, self.version = base, cand, renames, rules, version
         self.pinned = shim_fields(renames, rules)
+        for name in read_by_shim:
+            self.pinned.setdefault(name, []).append(f"the resolver reads it off the user's {cand.class_name} by name")
+        self.new_checks = new_checks(base, cand)
         self.resolver_sets = set(rules["resolver_sets"])
         self.removed = [f for f in base.fields if f.name not in cand]
         self.added = [f for f in cand.fields if f.name not in base]
@@ -211,18 +221,37 @@ class _Diff:
     def _changed(self, old: Field, new: Field):
         resolver = " (the resolver sets it)" if old.name in self.resolver_sets else ""
         if old.default != new.default:
+            role = (f"the shim maps or pins it ({'; '.join(self.pinned[old.name])})" if old.name in self.pinned
+                    else "the shim does not read it, so megatron's new default applies")
             self._add(BREAKING, "default", old.name, old.default_text, new.default_text,
-                      f"leaves unset fields to megatron, so this release silently uses {new.default_text}"
-                      f"{resolver}; users relying on {old.default_text} must set it explicitly")
+                      f"users who leave {old.name} unset now get {new.default_text} instead of {old.default_text}"
+                      f"{resolver}; to keep the old behaviour pass {keep_old_kwargs(old.name, old)}",
+                      notes=[f"who is affected: every {self.cand.class_name} built without {old.name}; {role}"],
+                      kwargs={old.name: old.default} if old.exact else None)
         elif old.default_text != new.default_text:
             self._add(INFO, "default", old.name, old.default_text, new.default_text, "same value, spelled differently")
         if type_key(old.annotation) != type_key(new.annotation):
-            self._add(BREAKING, "annotation", old.name, old.annotation, new.annotation,
-                      f"type-checks {old.name} as {old.annotation}; values may no longer fit{resolver}")
+            self._annotation(old, new, resolver)
         elif old.annotation != new.annotation:
             self._add(INFO, "annotation", old.name, old.annotation, new.annotation, "same type, spelled differently")
         if old.doc != new.doc:
             self._add(INFO, "doc", old.name, old.doc, new.doc, "nothing (documentation only)")
+
+    def _annotation(self, old: Field, new: Field, resolver: str):
+        fit = annotation_fit(old.annotation, new.annotation)
+        gained = f" ({', '.join(fit.gained)})" if fit.gained else ""
+        if fit.verdict == NARROWED:
+            self._add(BREAKING, "annotation", old.name, old.annotation, new.annotation,
+                      f"old values no longer fit: {', '.join(fit.lost)}; configs that set them are refused by this "
+                      f"release (and by the shim once it is accepted){resolver}", notes=["narrowed"])
+        elif fit.verdict == WIDENED:
+            self._add(DECISION, "annotation", old.name, old.annotation, new.annotation,
+                      f"every old value still fits; the shim refuses the new values{gained} until --accept records "
+                      f"this release{resolver}", notes=["widened: not breaking"])
+        else:
+            self._add(DECISION, "annotation", old.name, old.annotation, new.annotation,
+                      f"cannot tell whether every old value still fits; check by hand{resolver}",
+                      notes=["the annotation is not fully understood"])
 
     def _rule_note(self, name: str, key: str) -> str:
         ids = self._rules_for(name, key)
@@ -250,6 +279,8 @@ class _Diff:
             for name in sorted((set(new_names) - set(old_names)) & existing):  # new fields: see "added"
                 rules = self._rules_for(name, key)
                 notes = [self.post_init_news]
+                checks = [c for c in self.new_checks if name in c.reads] if what == "check" else []
+                gates = {gated_by_new_field(c, self.base, self.cand) for c in checks}
                 if name in self.resolver_sets:
                     level = BREAKING
                     shim = (f"the resolver sets {name}; the new {what} can reject or override its value"
@@ -266,6 +297,13 @@ class _Diff:
                     level = DECISION
                     shim = (f"{mirror} it with rules.json {', '.join(rules)}" if rules else
                             "megatron's own error surfaces at construction; consider a rules.json constraint")
+                if checks and None not in gates:
+                    level = DECISION  # cannot fire for a config written for the old release
+                    names = sorted(gates)
+                    which = names[0] if len(names) == 1 else "one of " + ", ".join(names)
+                    notes.append(f"fires only when {which} (new in this release, default off) is set: it cannot "
+                                 f"reject a config written for {self.base.version}")
+                    shim = f"no existing config trips it (it needs {which} set); once a user sets it: {shim}"
                 self._add(level, what, name, None, f"__post_init__ now {verb} {name}", shim, notes=notes)
             for name in sorted(set(old_names) - set(new_names)):
                 stop = [c["id"] for c in self.rules["constraints"] if name in c.get(key, ())]
@@ -286,80 +324,39 @@ class _Diff:
                       "nothing: the shim passes keyword arguments (positional construction would shift)")
 
 
-def diff_ddp(base: Schema, cand: Schema, renames, rules, version: str | None) -> list[Change]:
-    return _Diff(base, cand, renames, rules, version).run()
-
-
 _NO_RULES = {"constraints": [], "resolver_sets": [], "value_rules": {}}
 
 
-def diff_model_config(base: Schema, cand: Schema, renames, version: str | None, only_owner: str | None = None
-                      ) -> list[Change]:
-    """TransformerConfig / MLATransformerConfig: the same classification, sized for classes of 300 fields.
-
-    Removed fields (with rename proposals), default and type changes and new required fields are reported as for
-    DDPConfig; new optional fields are informational unless they look like a rename; the new ``__post_init__``
-    checks are summarised in one line (their pre-check status is in `fields --config ... --json`).
-    ``only_owner`` keeps the changes of fields a subclass declares itself (MLA's, not TransformerConfig's again).
-    """
+def diff_config(key: str, base: Schema, cand: Schema, version: str | None, *, renames, rules) -> list[Change]:
+    """Every change of config ``key`` between ``base`` and ``cand``, classified under the class's policy."""
+    pol = policy(key)
+    changes = _Diff(base, cand, renames, rules if pol["rules"] == "ddp" else _NO_RULES, version,
+                    pol["read_by_shim"]).run()
     config = cand.class_name
-    changes = _Diff(base, cand, renames, _NO_RULES, version).run()
-    own = None
-    if only_owner:
-        own = {f.name for f in (*base.fields, *cand.fields) if f.owner == only_owner}
+    own = {f.name for f in (*base.fields, *cand.fields) if f.owner == config} if pol["own_fields"] else None
+    summary = pol["checks"] == "summary"
     out = []
     for c in changes:
         c.config = config
         if own is not None and c.field not in own:
             continue
-        if c.what in ("check", "coercion", "check-dropped"):
+        if summary and c.what in ("check", "coercion", "check-dropped"):
             continue
-        if c.what == "added" and c.level == DECISION and not c.proposal:
+        if c.what == "added" and c.level == DECISION and not c.proposal and pol["added"] == "info" \
+                and c.field not in pol["read_by_shim"]:
             c.level = INFO
-        c.notes = [n if not n.startswith("__post_init__ reads it") else
-                   "__post_init__ reads it (its checks come from the source and are pre-checked where evaluable)"
-                   for n in c.notes]
+        if summary:
+            c.notes = [n if not n.startswith("__post_init__ reads it") else
+                       "__post_init__ reads it (its checks come from the source and are pre-checked where evaluable)"
+                       for n in c.notes]
         out.append(c)
-    new_checks = {(x.kind, x.when, x.test) for x in cand.checks} - {(x.kind, x.when, x.test) for x in base.checks}
-    if new_checks and own is None:
-        checked = sum(1 for x in cand.checks if (x.kind, x.when, x.test) in new_checks and x.skip is None)
+    fresh = new_checks(base, cand)
+    if summary and fresh and own is None:
+        checked = sum(1 for x in fresh if x.skip is None)
+        gated = sum(1 for x in fresh if gated_by_new_field(x, base, cand))
         out.append(Change(INFO, "check", "(__post_init__)", None,
-                          f"{len(new_checks)} new or changed checks, {checked} of them pre-checked",
+                          f"{len(fresh)} new or changed checks, {checked} of them pre-checked, {gated} of them firing "
+                          "only when a new default-off field is set",
                           "pre-checks the evaluable ones from the registry after --accept", config))
     return out
 
-
-def optimizer_changes(base: tuple, facts: dict) -> list[Change]:
-    if "optimizer" not in facts:
-        return [Change(DECISION, "missing", OPT, "megatron/core/optimizer/optimizer_config.py", None,
-                       "the resolver reads OptimizerConfig attributes by name; find where the class moved", OPT)]
-    cand = {f.name: f for f in map(field_from_record, facts["optimizer"]["fields"])}
-    old = {f.name: f for f in base}
-    twins_of = RenameIndex([g for n, g in cand.items() if n not in old], sum(n not in cand for n in old))
-    out = []
-    for name, f in old.items():
-        read = name in OPTIMIZER_FIELDS_OF_INTEREST
-        level = BREAKING if read else DECISION
-        new = cand.get(name)
-        if new is None:
-            twins = [g.name for g in twins_of.candidates(f) if renamed_like(f, g)[0]]
-            notes = [f"looks renamed to {', '.join(twins)}"] if twins else []
-            shim = (f"the resolver reads {name} by name with a fallback, so it would silently see the fallback"
-                    if read else "nothing: tracked, not read by the shim")
-            out.append(Change(level, "removed", name, _spelled(f), None, shim, OPT, notes))
-            continue
-        shim = (f"the resolver reads {name} off the user's OptimizerConfig; an unset value now means "
-                "something else" if read else "nothing: tracked, not read by the shim")
-        if new.default != f.default:
-            out.append(Change(level, "default", name, f.default_text, new.default_text, shim, OPT))
-        if type_key(new.annotation) != type_key(f.annotation):
-            out.append(Change(level, "annotation", name, f.annotation, new.annotation, shim, OPT))
-        if new.doc != f.doc:
-            out.append(Change(INFO, "doc", name, f.doc, new.doc, "nothing (documentation only)", OPT))
-    for name, g in cand.items():
-        if name not in old:
-            read = name in OPTIMIZER_FIELDS_OF_INTEREST
-            out.append(Change(DECISION if read else INFO, "added", name, None, _spelled(g),
-                              "the resolver reads it (by name, with a default)" if read else
-                              "nothing: tracked, not read by the shim", OPT, [f"doc: {g.doc}"] if g.doc else []))
-    return out

@@ -30,12 +30,18 @@ def md_code(text) -> str:
 _INLINE = re.compile(r"([\\`*\[\]<~])|(?<!\w)_|_(?!\w)")
 
 
+_DUNDER = re.compile(r"(?<![\w`])(__[A-Za-z][A-Za-z0-9_]*?__)(?![\w`])")
+
+
 def md_prose(text) -> str:
     """Our own sentences that quote untrusted text (a shim note quoting a doc): one line, and the characters that
     open inline markup anywhere in a line (code, emphasis, links and images, HTML, strikethrough) escaped. Block
     syntax (#, -, >, |) only acts at the start of a line, which the report always writes itself, so ">=3.12" and
-    "0.19.2" stay readable."""
-    return _INLINE.sub(lambda m: "\\" + m.group(0), one_line(text))
+    "0.19.2" stay readable. A dunder name (``__post_init__``) becomes a code span: escaped underscores render as
+    ``\\__post_init_\\_`` in some viewers and as italics in others."""
+    parts = _DUNDER.split(one_line(text))
+    return "".join(md_code(part) if i % 2 else _INLINE.sub(lambda m: "\\" + m.group(0), part)
+                   for i, part in enumerate(parts))
 
 
 def bullet_section(title: str, lines: list[str]) -> list[str]:

@@ -15,6 +15,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat.configs import MODEL_PARALLEL_PATH, TRANSFORMER_PATH
 from compat.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import registry
 
@@ -120,6 +121,43 @@ def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: st
     return "\n".join(lines) + "\n"
 
 
+def _model_field_line(f: dict) -> str:
+    if "default_expr" in f:
+        default = f" = {f['default_expr']}"
+    elif f.get("factory"):
+        default = f" = field(default_factory=lambda: {f['default']!r})"
+    elif "default" in f:
+        default = f" = {_literal(f['default'])}"
+    else:
+        default = ""
+    line = f"    {f['name']}: {f['annotation']}{default}"
+    return line + (f"\n    {f['doc']!r}" if f.get("doc") else "")
+
+
+def model_config_files(version: str = "0.19.2") -> dict[str, str]:
+    """model_parallel_config.py and transformer_config.py holding the registry's ModelParallelConfig,
+    TransformerConfig and (where the release has it) MLATransformerConfig of ``version``: same fields per class."""
+    from compat.snapshots import decode_snapshot
+
+    reg = registry()
+    configs = reg.releases[version]["configs"]
+    head = ["import torch", "from dataclasses import dataclass, field", "from typing import *", ""]
+    fields = decode_snapshot(reg.data, configs["transformer"])["fields"]
+    mla = decode_snapshot(reg.data, configs["mla"])["fields"] if "mla" in configs else []
+
+    def body(records) -> list[str]:
+        return [_model_field_line(f) for f in records] or ["    pass"]
+
+    # TransformerConfig as one class holding the merged fields in their dataclass order (fields it overrides keep
+    # ModelParallelConfig's position); MLATransformerConfig adds the fields it declares itself
+    parallel = head + ["@dataclass", "class ModelParallelConfig:", "    pass"]
+    transformer = head + ["@dataclass", "class TransformerConfig:", *body(fields)]
+    if mla:
+        transformer += ["", "@dataclass", "class MLATransformerConfig(TransformerConfig):",
+                        *body([f for f in mla if f.get("owner") == "MLATransformerConfig"])]
+    return {MODEL_PARALLEL_PATH: "\n".join(parallel) + "\n", TRANSFORMER_PATH: "\n".join(transformer) + "\n"}
+
+
 def metadata(version: str = "0.19.2", requires_python: str = ">=3.12", extra: str = "") -> str:
     return (f"Metadata-Version: 2.1\nName: megatron-core\nVersion: {version}\nRequires-Python: {requires_python}\n"
             f"{extra}")
@@ -132,7 +170,7 @@ def wheel(path: Path, *, version: str = "0.19.2", ddp: str | None = None, optimi
     files = {f"megatron_core-{dist_info}.dist-info/METADATA": meta if meta is not None else metadata(version),
              DDP_PATH: ddp if ddp is not None else config_source(base),
              OPTIMIZER_PATH: optimizer if optimizer is not None else config_source(base, optimizer=True),
-             **(members or {})}
+             **model_config_files(base), **(members or {})}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, body in files.items():
             z.writestr(name, body)
@@ -143,7 +181,7 @@ def tree(root: Path, *, version: str = "0.19.2", base: str = "0.19.2") -> Path:
     """A Megatron-LM checkout layout claiming ``version`` (package_info.py), with the registry's ``base`` configs."""
     major, minor, patch = version.split(".")
     files = {DDP_PATH: config_source(base), OPTIMIZER_PATH: config_source(base, optimizer=True),
-             "megatron/core/package_info.py": f"MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\n"
+             **model_config_files(base), "megatron/core/package_info.py": f"MAJOR = {major}\nMINOR = {minor}\nPATCH = {patch}\n"
                                               "PRE_RELEASE = ''\n"}
     for name, body in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -172,7 +210,8 @@ def sdist_members(version: str = "0.19.2", base: str = "0.19.2"):
     prefix = f"megatron_core-{version}/"
     return [tar_member(prefix + "PKG-INFO", metadata(version).encode()),
             tar_member(prefix + DDP_PATH, config_source(base).encode()),
-            tar_member(prefix + OPTIMIZER_PATH, config_source(base, optimizer=True).encode())]
+            tar_member(prefix + OPTIMIZER_PATH, config_source(base, optimizer=True).encode()),
+            *(tar_member(prefix + path, body.encode()) for path, body in model_config_files(base).items())]
 
 
 # ------------------------------------------------------------------------------------ bombs, built in milliseconds
@@ -230,7 +269,8 @@ def zip_entry(name: str, body: bytes, **claims) -> dict:
 def honest_wheel_entries(version: str = "0.19.2", base: str = "0.19.2") -> list[dict]:
     return [zip_entry(f"megatron_core-{version}.dist-info/METADATA", metadata(version).encode()),
             zip_entry(DDP_PATH, config_source(base).encode()),
-            zip_entry(OPTIMIZER_PATH, config_source(base, optimizer=True).encode())]
+            zip_entry(OPTIMIZER_PATH, config_source(base, optimizer=True).encode()),
+            *(zip_entry(path, body.encode()) for path, body in model_config_files(base).items())]
 
 
 def fifo(path: Path) -> Path:

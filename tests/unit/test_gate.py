@@ -15,7 +15,8 @@ import pytest
 from compat import gate as g
 from compat import refresh, snapshots
 from compat import version as _v
-from compat.extract import DDP_PATH, OPTIMIZER_PATH
+from compat.configs import ALL_PATHS
+from compat.extract import DDP_PATH
 from compat.registry import load_json, registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,12 +34,19 @@ def real_config_text(version: str, path: str = DDP_PATH) -> str:
         return z.read(path).decode()
 
 
-def make_wheel(path: Path, config_text: str | None, version: str = "0.19.2") -> Path:
+def real_config_files(version: str) -> dict[str, str]:
+    """Every config file of a real release but DDPConfig's (a synthetic candidate is complete apart from its DDP)."""
+    return {path: real_config_text(version, path) for path in ALL_PATHS if path != DDP_PATH}
+
+
+def make_wheel(path: Path, config_text: str | None, version: str = "0.19.2", others: dict | None = None) -> Path:
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"megatron_core-{version}.dist-info/METADATA",
                    f"Metadata-Version: 2.1\nName: megatron-core\nVersion: {version}\nRequires-Python: >=3.12\n")
         if config_text is not None:
             z.writestr(DDP_PATH, config_text)
+        for name, body in (others or {}).items():
+            z.writestr(name, body)
     return path
 
 
@@ -101,13 +109,17 @@ def test_014_with_the_rename_table_of_its_time_proposes_a_new_entry():
 
 
 @network
-def test_017_vs_0161_mapped_removal_and_resolver_check_are_breaking():
+def test_017_vs_0161_mapped_removal_is_breaking_a_check_gated_by_a_new_field_is_a_decision():
     report = g.gate(refresh.download("0.17.0"), registry().truncated("0.16.1"))
     assert report.verdict == "breaking" and report.exit_code == 1
     [removed] = by(report, g.BREAKING, "removed", "preserve_fp32_weights")
     assert "megatron_fsdp_main_params_dtype" in removed.shim and removed.old == "bool = True"
-    [check] = by(report, g.BREAKING, "check", "grad_reduce_in_fp32")
+    # `if len(self.param_name_patterns_for_fp32_local_accumulation) > 0: assert not self.grad_reduce_in_fp32`:
+    # the resolver sets grad_reduce_in_fp32, but the check needs a new field (default ()) set: no old config trips it
+    assert not by(report, g.BREAKING, "check", "grad_reduce_in_fp32")
+    [check] = by(report, g.DECISION, "check", "grad_reduce_in_fp32")
     assert "resolver" in check.shim and "param_name_patterns_for_fp32_local_accumulation" in check.notes[0]
+    assert any("fires only when param_name_patterns_for_fp32_local_accumulation" in n for n in check.notes)
     [new] = by(report, g.DECISION, "added", "param_name_patterns_for_fp32_local_accumulation")
     assert new.new == "Tuple[str, ...] = ()" and any("__post_init__ reads it" in n for n in new.notes)
     assert not by(report, g.DECISION, "added", "megatron_fsdp_main_params_dtype")[0].proposal  # not name-alike
@@ -122,9 +134,12 @@ def test_018_vs_0171_bucket_size_check_is_classified_by_what_pins_it():
     assert any('value rule {"min": 1}' in n for n in check.notes) and "num_buckets" in check.notes[0]
     assert by(report, g.DECISION, "added", "num_buckets")
 
+    # with the rules of its time nothing models it, but `if self.num_buckets is not None: assert self.bucket_size
+    # is None` needs the new num_buckets (default None) set: no 0.17.1 config can trip it, a decision at most
     then = g.gate(wheel, registry().truncated("0.17.1"), rules=rules_as_of("0.17.1"))
-    [check] = by(then, g.BREAKING, "check", "bucket_size")  # pinned by its value rule, and nothing models it
-    assert "no rules.json constraint" in check.shim and then.verdict == "breaking"
+    [check] = by(then, g.DECISION, "check", "bucket_size")
+    assert "no rules.json constraint" in check.shim
+    assert any("fires only when num_buckets" in n for n in check.notes)
 
 
 @network
@@ -135,7 +150,7 @@ def test_newest_release_against_previous_minor_via_cli():
     # TransformerConfig changed a default (moe_deepep_num_sms 20 -> None): breaking; DDPConfig needs review only
     assert out.startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING")
     assert "**added** `megatron_fsdp_max_pool_double_buffer`: `bool = False`" in out
-    assert "**new __post_init__ coercion** of `fsdp_double_buffer`" in out
+    assert "**new `__post_init__` coercion** of `fsdp_double_buffer`" in out
     assert "max-pool-double-buffer-forces-double-buffer" in out
     assert "**default changed** `moe_deepep_num_sms` (TransformerConfig): `20` → `None`" in out
     data = json.loads(run_cli("megatron-core==0.19.2", "--against", "0.18.2", "--json").stdout)
@@ -147,9 +162,22 @@ def test_newest_release_against_previous_minor_via_cli():
 
 @network
 def test_identical_to_newest_registry_entry_exits_0():
-    proc = run_cli("megatron-core==0.19.2")
+    proc = run_cli("megatron-core==0.19.2", "--against", "0.19.2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "COMPATIBLE" in proc.stdout and "0 breaking, 0 needing a decision, 0 informational" in proc.stdout
+
+
+@network
+def test_a_registry_release_is_compared_with_the_pin_before_it():
+    # `gate 0.19.2` (a bare version) on a fresh clone: 0.19.2 is in the registry, so comparing it with itself says
+    # nothing; the gate compares it with matrix.yaml's pin before it and says so at the top
+    proc = run_cli("0.19.2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING"
+    assert lines[2].startswith("- 0.19.2 is already in the registry (same config); compared with 0.18.2, the pin "
+                               "before it in matrix.yaml")
+    assert "## Install" in lines and "plain install of `megatron-core==0.18.2`" in proc.stdout
 
 
 # ------------------------------------------------------------------------------------ synthetic candidates
@@ -158,7 +186,8 @@ def test_flipped_grad_reduce_default_fails_and_names_it(tmp_path):
     text = real_config_text("0.19.2")
     assert text.count("grad_reduce_in_fp32: bool = False") == 1
     wheel = make_wheel(tmp_path / "megatron_core-0.19.2-py3-none-any.whl",
-                       text.replace("grad_reduce_in_fp32: bool = False", "grad_reduce_in_fp32: bool = True"))
+                       text.replace("grad_reduce_in_fp32: bool = False", "grad_reduce_in_fp32: bool = True"),
+                       others=real_config_files("0.19.2"))
     proc = run_cli(str(wheel))
     assert proc.returncode == 1, proc.stderr
     assert "**default changed** `grad_reduce_in_fp32`: `False` → `True`" in proc.stdout
@@ -238,7 +267,7 @@ def test_candidate_code_never_runs(tmp_path, kind):
     marker = tmp_path / "pwned"
     payload = MALICIOUS.format(marker=str(marker))
     text = payload + real_config_text("0.19.2")
-    files = {DDP_PATH: text, OPTIMIZER_PATH: payload + real_config_text("0.19.2", OPTIMIZER_PATH),
+    files = {DDP_PATH: text, **{path: payload + body for path, body in real_config_files("0.19.2").items()},
              "megatron/__init__.py": payload, "megatron/core/__init__.py": payload,
              "megatron/core/distributed/__init__.py": payload, "setup.py": payload,
              "megatron/core/package_info.py": payload + "MAJOR = 0\nMINOR = 19\nPATCH = 2\nPRE_RELEASE = ''\n"}
@@ -266,7 +295,7 @@ def test_candidate_code_never_runs(tmp_path, kind):
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
-    proc = run_cli(str(candidate), env={"TMPDIR": str(scratch)})
+    proc = run_cli(str(candidate), "--against", "0.19.2", env={"TMPDIR": str(scratch)})
     assert proc.returncode == 0, proc.stdout + proc.stderr  # same fields as 0.19.2: compatible
     assert "megatron-core 0.19.2" in proc.stdout
     assert not marker.exists()
@@ -303,8 +332,11 @@ def test_accept_writes_registry_and_pin(tmp_path):
     assert reg_path.read_text() == refresh.dumps(expected)  # same deterministic format as refresh
     assert 'version: "0.19.2"' in matrix_path.read_text()
 
-    again = run_cli("megatron-core==0.19.2", "--registry", str(reg_path))
+    again = run_cli("megatron-core==0.19.2", "--registry", str(reg_path), "--against", "0.19.2")
     assert again.returncode == 0 and "vs registry 0.19.2" in again.stdout
+    # without --against, a registry release is compared with the pin before it (matrix.yaml's 0.18.2)
+    before = run_cli("megatron-core==0.19.2", "--registry", str(reg_path), "--matrix", str(matrix_path))
+    assert "0.19.2 is already in the registry (same config); compared with 0.18.2" in before.stdout
 
 
 # ------------------------------------------------------------------------------------ downloading (tests/unit/test_fetch.py)

@@ -291,9 +291,11 @@ def _report_is_structured(tmp: Path, run: H.Run) -> None:
     lines = run.stdout.splitlines()
     accepted = ["## Accepted"] if "## Accepted" in lines else []
     checkpoints = ["## Checkpoints"] if "## Checkpoints" in lines else []  # the lane's verdict, when it has one
+    install = ["## Install"] if "## Install" in lines else []  # the plain install of the pin before, when recorded
     training = ["## Training"] if "## Training" in lines else []  # the equivalence lane's, likewise
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational", *checkpoints, *training, *accepted], \
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *install, *checkpoints, *training,
+        *accepted], \
         "a heading was forged"
     if accepted:
         assert lines.index("## Accepted") > lines.index("## Informational") and len(accepted) == 1
@@ -520,7 +522,8 @@ CATALOGUE: dict[str, Attack] = {
                            env={**OFFLINE, "MCORE_COMPAT_CACHE": str(tmp / "cache")}), 3, "127.0.0.1"),
     "registry-empty-path": Attack(6, _gate_registry(lambda tmp: ""), 3, "not a regular file (a directory)"),
     "latest-directory-as-dot-slash-path": Attack(
-        6, lambda tmp: cli("gate", "./latest", cwd=H.tree(tmp / "latest").parent, env=OFFLINE), 0, "COMPATIBLE"),
+        6, lambda tmp: cli("gate", "./latest", "--against", "0.19.2", cwd=H.tree(tmp / "latest").parent, env=OFFLINE),
+        0, "COMPATIBLE"),
 
     # ---- 7. exit codes: one line, no traceback
     "candidate-name-300-chars": Attack(7, lambda tmp: cli("gate", "x" * 300), 3, "does not exist"),
@@ -591,7 +594,8 @@ CATALOGUE: dict[str, Attack] = {
     # a METADATA header spans lines only as a folded continuation (a newline then a space)
     "report-injection-metadata-version": Attack(8, _evil_candidate(version="0.20.0" + EVIL.replace("\n", "\n ")), 0,
                                                 "\\x1b\\[31mRED", after=_report_is_structured),
-    "report-injection-requires-python": Attack(8, _evil_candidate(requires_python=">=3.12" + EVIL.replace("\n", "\n ")), 0,
+    # exit 1: the gate diffs Requires-Python, and one that is not a specifier set needs a decision
+    "report-injection-requires-python": Attack(8, _evil_candidate(requires_python=">=3.12" + EVIL.replace("\n", "\n ")), 1,
                                                "Requires-Python >=3.12", after=_report_is_structured),
     "report-injection-added-field-doc": Attack(8, _evil_candidate(extra=f"evil: int = 0\n{EVIL!r}"), 1,
                                                "\\x1b\\[31mRED", after=_report_is_structured),

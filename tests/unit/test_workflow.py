@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "matrix.yml"
 CI_MATRIX = ROOT / "tools" / "ci_matrix.py"
 SAMPLE = Path(__file__).with_name("data") / "nox_list_sample.json"  # `nox -l --json`, recorded 2026-11-30
-KEYS = ("cpu", "gpu", "scheduled")
+KEYS = ("cpu", "gpu", "scheduled", "smoke")
 
 
 def _actionlint() -> str | None:
@@ -86,6 +86,7 @@ def test_matrices_cover_exactly_the_nox_sessions(source):
         assert [f"gpu-{v}" for v in pins] == [s for s in matrices["gpu"] if not s.startswith("gpu-ckpt-")]
         assert required and all(s.startswith(("ckpt-venv-", "gpu-ckpt-venv-", "equiv-")) for s in required)
         assert any(s.startswith("ckpt-") for s in matrices["cpu"])
+        assert matrices["smoke"] == [f"smoke-{v}" for v in pins], "one plain-install job per pin, none in cpu"
         assert "equiv" in matrices["cpu"]  # the equivalence lane is one CPU job; its pin runs are requirements
 
 
@@ -101,7 +102,8 @@ def test_workflow_wires_the_matrices(workflow):
     out = _github_output(SAMPLE.read_text(encoding="utf-8"))
     assert set(list_job["outputs"]) == set(out), "the list job must forward every key ci_matrix.py emits"
 
-    runners = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "scheduled": "ubuntu-latest"}
+    runners = {"cpu": "ubuntu-latest", "gpu": ["self-hosted", "gpu"], "scheduled": "ubuntu-latest",
+               "smoke": "ubuntu-latest"}
     for key, runs_on in runners.items():
         job = jobs[key]
         assert job["needs"] == "list"
