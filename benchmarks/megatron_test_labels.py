@@ -33,6 +33,10 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "contract" / "data" / "meg
 _NO = object()
 
 
+class _Mark(dict):
+    """A torch dtype or an Enum member, kept as its one-key JSON object."""
+
+
 def _git(git_dir: str, *args: str) -> str:
     return subprocess.run(["git", "--git-dir", git_dir, *args], check=True, capture_output=True, text=True).stdout
 
@@ -43,6 +47,8 @@ def encode(value):
         return {"__tuple__": [encode(v) for v in value]}
     if isinstance(value, list):
         return [encode(v) for v in value]
+    if isinstance(value, _Mark):
+        return dict(value)
     if isinstance(value, dict):
         return {"__dict__": [[encode(k), encode(v)] for k, v in value.items()]}
     return value
@@ -90,9 +96,9 @@ class _Evaluator:
             return names.get(node.id, _NO)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == "torch" and node.attr in DTYPES:
-                return {"__dtype__": node.attr}
+                return _Mark(__dtype__=node.attr)
             if node.value.id[:1].isupper():
-                return {"__enum__": f"{node.value.id}.{node.attr}"}
+                return _Mark(__enum__=f"{node.value.id}.{node.attr}")
         return _NO
 
 

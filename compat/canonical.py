@@ -175,7 +175,7 @@ class Canonical:
         among = self.registry.versions_having(self.config)
         text = f"megatron-core {describe_range(ok, among)} accept it" if ok else "no release accepts it"
         if isinstance(error, FieldTypeError):
-            return FieldTypeError(name, value, f"{error.expected} ({text})")
+            return FieldTypeError(name, value, error.expected, text)
         return InvalidValueError(name, value, f"{error.reason} ({text})")
 
     def spelling(self, name: str, value, target: Field | None) -> tuple[object, str | None]:

@@ -151,7 +151,7 @@ def _apply_constraints(values: dict, schema: Schema, canon: Canonical, lenient: 
                 note = (f"dropped {name}={current.value!r}: megatron-core {schema.version} would override it "
                         f"({rule['message']}) [lenient]")
                 warnings.warn(note, DroppedFieldWarning, stacklevel=4)
-                values[name] = FieldResolution(name, forced, COERCED, None, rule=rule["id"], note=note)
+                values[name] = FieldResolution(name, forced, COERCED, None, current.given_as, rule["id"], note)
                 dropped.append(note)
                 continue
             if current is None:

@@ -47,6 +47,10 @@ def decode(value):
     return value
 
 
+def decode_kwargs(kwargs: dict) -> dict:
+    return {k: decode(v) for k, v in kwargs.items()}
+
+
 def real_class(config: str):
     if config == MODEL_PARALLEL:
         return importlib.import_module("megatron.core.model_parallel_config").ModelParallelConfig
@@ -99,7 +103,8 @@ def documented(error: CompatError) -> dict | None:
             continue
         if isinstance(error, ConstraintError) and error.rule == row.get("rule"):
             return row
-        if getattr(error, "field", None) == row.get("field") and "rule" not in row:
+        if getattr(error, "field", None) == row.get("field") and "rule" not in row and \
+                type(getattr(error, "value", None)).__name__ in row.get("value_types", ()):
             return row
     return None
 
@@ -114,5 +119,5 @@ def cases_for(version: str):
             yield case
 
 
-__all__ = ["LABELS", "REFUSALS", "cases_for", "compat_outcomes", "decode", "documented", "real_class",
+__all__ = ["LABELS", "REFUSALS", "cases_for", "compat_outcomes", "decode", "decode_kwargs", "documented", "real_class",
            "real_outcome"]

@@ -11,7 +11,7 @@ import pytest
 from compat import version as v
 from compat.errors import CompatError
 
-from label_cases import LABELS, cases_for, compat_outcomes, decode, documented, real_class, real_outcome
+from label_cases import LABELS, cases_for, compat_outcomes, decode_kwargs, documented, real_class, real_outcome
 
 pytestmark = pytest.mark.megatron
 
@@ -24,7 +24,7 @@ def test_what_the_real_class_accepts_compat_accepts(tag):
         if case["tag"] != tag:
             continue
         try:
-            kwargs = decode(case["kwargs"])
+            kwargs = decode_kwargs(case["kwargs"])
         except LookupError:  # an Enum member this build lacks: the real class cannot be called with it
             continue
         if real_outcome(real_class(case["config"]), kwargs) is not None:
