@@ -13,12 +13,17 @@ from .configs import lineage
 from .registry import load_json
 
 
-@lru_cache(maxsize=1)
-def _acceptances() -> dict[tuple[str, str], list[dict]]:
+@lru_cache(maxsize=2)
+def _by_field(name: str, key: str) -> dict[tuple[str, str], list[dict]]:
+    """The rows of ``data/<name>`` under ``key``, by (config, field)."""
     out: dict[tuple[str, str], list[dict]] = {}
-    for row in load_json("type_acceptances.json")["acceptances"]:
+    for row in load_json(name)[key]:
         out.setdefault((row["config"], row["field"]), []).append(row)
     return out
+
+
+def _acceptances() -> dict[tuple[str, str], list[dict]]:
+    return _by_field("type_acceptances.json", "acceptances")
 
 
 def accepted_shapes(config: str, name: str, version: str | None, releases: frozenset | None = None) -> frozenset:
@@ -43,16 +48,9 @@ def acceptance(config: str, name: str, shape: str) -> dict | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _aliases() -> dict[tuple[str, str], list[dict]]:
-    out: dict[tuple[str, str], list[dict]] = {}
-    for row in load_json("value_aliases.json")["aliases"]:
-        out.setdefault((row["config"], row["field"]), []).append(row)
-    return out
-
-
 def value_aliases(config: str, name: str) -> list[dict]:
-    return [row for key in lineage(config) for row in _aliases().get((key, name), ())]
+    aliases = _by_field("value_aliases.json", "aliases")
+    return [row for key in lineage(config) for row in aliases.get((key, name), ())]
 
 
 __all__ = ["acceptance", "accepted_shapes", "value_aliases"]
