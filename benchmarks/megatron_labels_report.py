@@ -63,8 +63,10 @@ def main() -> int:
               "| pin | set (projects) | scripts | Megatron's parser refuses | built | real class accepts | "
               "compat accepts (registry / live) | compat refuses, real class too | false refusals |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for version in sorted(runs, key=_key):
-        for name, row in (runs[version].get("launch_scripts") or {}).items():
+    rows = [(v, runs[v]) for v in sorted(runs, key=_key)] + [(f"{v}, {r.get('compat', 'before')}", r)
+                                                             for v, r in sorted(before.items())]
+    for version, run in rows:
+        for name, row in (run.get("launch_scripts") or {}).items():
             c = row["counts"]
             lines.append(
                 f"| {version} | {name} ({', '.join(row['projects'])}) | {c.get('scripts', 0)} | "
@@ -72,6 +74,15 @@ def main() -> int:
                 f"{c.get('registry_accepts', 0)} / {c.get('live_accepts', 0)} | "
                 f"{c.get('registry_refusal_real_also_refuses', 0)} / {c.get('live_refusal_real_also_refuses', 0)} | "
                 f"**{c.get('registry_false_refusal', 0)} / {c.get('live_false_refusal', 0)}** |")
+    lines += ["", "compat's refusals in these rows (\"real class too\" means for any reason; on CPU mostly the "
+                  "absent Transformer Engine):", ""]
+    for version, run in rows:
+        for name, row in (run.get("launch_scripts") or {}).items():
+            errors = {}
+            for r in row["refusals"]:
+                text = r["error"].split(" (", 1)[0][:110]
+                errors[text] = errors.get(text, 0) + 1
+            lines += [f"- {version} {name}: {n} x `{e}`" for e, n in sorted(errors.items(), key=lambda x: -x[1])]
     lines += ["", "## Documented refusals", "",
               "Values the real class accepts that compat refuses on purpose "
               "(`tests/contract/data/documented_refusals.json`):", ""]
