@@ -146,7 +146,7 @@ class Canonical:
                 value_out = typecheck.check(name, value, t, spec.default, enums=enums, accept=accept)
                 break
             except (FieldTypeError, InvalidValueError) as exc:
-                error = error or exc
+                error = exc  # the target build's own annotation last: its error names its own members
         else:
             raise self._naming_releases(error, name, value)
         if target is not None and target.type.choices is not None and value_out is not None \

@@ -111,3 +111,9 @@ def test_enum_members_are_read_from_the_config_file_and_its_imports():
     assert by_name["attention_backend"]["enums"] == {"AttnBackend": ["flash", "auto"]}
     assert by_name["local"]["enums"] == {"Local": ["a"]}
     assert "enums" not in by_name["plain"]
+
+
+def test_live_build_refuses_a_value_of_another_type():
+    # the live schema carries the live Enum's members too, so an int is refused before the class sees it
+    with pytest.raises(compat.CompatError, match="expected a AttnBackend member or its name"):
+        build_config(None, {**BASE, "attention_backend": 3}, cls=TransformerConfig)
