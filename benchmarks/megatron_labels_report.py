@@ -83,6 +83,17 @@ def main() -> int:
                 text = r["error"].split(" (", 1)[0][:110]
                 errors[text] = errors.get(text, 0) + 1
             lines += [f"- {version} {name}: {n} x `{e}`" for e, n in sorted(errors.items(), key=lambda x: -x[1])]
+    diff_file = RUNS / "real_configs_registry_diff.json"
+    if diff_file.exists():
+        diff = json.loads(diff_file.read_text())
+        lines += ["", "## The real-configs study (registry run) before and after", "",
+                  f"{diff['what']}: {diff['config_releases']} config-releases, {diff['changed']} changed "
+                  f"({', '.join(f'{k}: {n}' for k, n in diff['outcome_changes'].items())}). Every change drops a "
+                  "refusal of a value the release reads as meant (`moe_flex_dispatcher_backend=None` on 0.16+ now "
+                  "resolves; `cuda_graph_modules=[]` on 0.7-0.17 is dropped as equal to its absence), after which "
+                  "the config resolves or the next refusal (an unsupported field, an extracted `__post_init__` "
+                  "check) shows; no refusal of a new kind appears. Most common:", ""]
+        lines += [f"- {n} x {k}" for k, n in list(diff["changes"].items())[:8]]
     lines += ["", "## Documented refusals", "",
               "Values the real class accepts that compat refuses on purpose "
               "(`tests/contract/data/documented_refusals.json`):", ""]
