@@ -137,7 +137,7 @@ def test_nothing_a_user_sets_is_lost(case, optimizer, lenient):
         assert field.target_name in res.kwargs, (key, field, res.kwargs)
         assert field.target_name in schema.names
         sent = res.kwargs[field.target_name]
-        if raw is False and sent is None:  # a flag-like field's False, sent as the release's None
+        if raw is False and sent is None and key == field.target_name:  # a flag-like field's False, as None
             assert field.note and "sent as None" in field.note and field.note in res.warnings, field
             continue
         if field.note:  # a value alias: the target's spelling, said in explain's notes
