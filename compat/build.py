@@ -93,7 +93,8 @@ def live_schema(cls=None, config: str | None = None) -> Schema:
         if not f.init:
             continue
         default, text, required = _live_default(f)
-        fields.append(Field(f.name, _annotation_text(f.type), default, text, required=required, exact=not required))
+        fields.append(Field(f.name, _annotation_text(f.type), default, text, required=required, exact=not required,
+                            enums=_enums_in(f.type)))
     post = _post_init(cls, config, version, tuple(f.name for f in fields), {f.name: f.annotation for f in fields})
     return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]), config,
                   cls.__name__, tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
@@ -139,6 +140,18 @@ def _class_node(klass) -> ast.ClassDef | None:
         return None
     node = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
     return node if node is not None and node.name == klass.__name__ else None
+
+
+def _enums_in(tp, depth: int = 0) -> tuple:
+    """(Enum class name, member names) of every Enum a live annotation names, as the registry records them."""
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return ((tp.__name__, tuple(tp.__members__)),)
+    if depth > 8:
+        return ()
+    out = []
+    for arg in getattr(tp, "__args__", ()) or ():
+        out += [e for e in _enums_in(arg, depth + 1) if e not in out]
+    return tuple(out)
 
 
 def _enum_of(tp):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import typecheck
+from .acceptances import acceptance, accepted_shapes, value_aliases
 from .annotations import parse
 from .configs import config_class, lineage
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
@@ -28,6 +29,7 @@ class CanonicalField:
     doc: str = ""
     found_in: str = ""  # where an unreleased field exists
     exact: bool = True  # False when the default is an expression kept as text
+    enums: tuple = ()  # (Enum class, member names) of the Enums the annotation names
 
     @property
     def kind(self) -> tuple[str, bool]:
@@ -47,6 +49,7 @@ class CanonicalField:
 class Given:
     value: object
     given_as: tuple[str, ...]
+    note: str | None = None  # how a value was re-spelled for the target (a value alias, False sent as None)
 
 
 class Canonical:
@@ -72,12 +75,13 @@ class Canonical:
                 continue
             newest = seen[-1][1]
             self.fields[name] = CanonicalField(name, newest.annotation, newest.default, seen[0][0], newest.doc,
-                                               exact=newest.exact)
+                                               exact=newest.exact, enums=newest.enums)
         self._unreleased(config)
         for f in (extra.fields if extra else ()):
             if f.name not in self.fields and f.name not in self.renames:
                 self.fields[f.name] = CanonicalField(f.name, f.annotation, f.default, None, f.doc,
-                                                     f"this build ({extra.version}, {extra.source})", f.exact)
+                                                     f"this build ({extra.version}, {extra.source})", f.exact,
+                                                     f.enums)
         self._names = list(self.fields) + list(self.renames)
         self._ranks: dict = {}
 
@@ -130,18 +134,21 @@ class Canonical:
         """Validate one value against the field's type (the canonical one, or the target build's own) and value
         rules; return the canonical value. A target whose annotation is a ``Literal`` must list the value."""
         spec = spec or self.fields[name]
-        types = [parse(spec.annotation)]
+        value = self.spelling(name, value, target)[0]
+        types = [(parse(spec.annotation), spec.enums)]
         if target is not None and target.annotation != spec.annotation:
-            types.append(target.type)
+            types.append((target.type, target.enums))
+        accept = accepted_shapes(self.config, name, None if target is None else version,
+                                 frozenset(self.registry.releases))
         error: CompatError | None = None
-        for t in types:
+        for t, enums in types:
             try:
-                value_out = typecheck.check(name, value, t, spec.default)
+                value_out = typecheck.check(name, value, t, spec.default, enums=enums, accept=accept)
                 break
             except (FieldTypeError, InvalidValueError) as exc:
-                error = error or exc
+                error = exc  # the target build's own annotation last: its error names its own members
         else:
-            raise error
+            raise self._naming_releases(error, name, value)
         if target is not None and target.type.choices is not None and value_out is not None \
                 and value_out not in target.type.choices:
             raise InvalidValueError(name, value, f"megatron-core {version} declares {target.annotation}; "
@@ -152,6 +159,57 @@ class Canonical:
         if "choices" in rule and value_out not in rule["choices"]:
             raise InvalidValueError(name, value, f"must be one of {', '.join(map(repr, rule['choices']))}")
         return value_out
+
+    def _naming_releases(self, error: CompatError, name: str, value) -> CompatError:
+        """The same error, saying which releases accept the value (each judged by its own annotation, Enum
+        members and type acceptances), or that none does."""
+        releases = frozenset(self.registry.releases)
+        ok = []
+        for version, f in self.history.get(name, ()):
+            try:
+                typecheck.check(name, value, f.type, f.default, enums=f.enums,
+                                accept=accepted_shapes(self.config, name, version, releases))
+                ok.append(version)
+            except (FieldTypeError, InvalidValueError):
+                pass
+        among = self.registry.versions_having(self.config)
+        text = f"megatron-core {describe_range(ok, among)} accept it" if ok else "no release accepts it"
+        if isinstance(error, FieldTypeError):
+            return FieldTypeError(name, value, error.expected, text)
+        return InvalidValueError(name, value, f"{error.reason} ({text})")
+
+    def spelling(self, name: str, value, target: Field | None) -> tuple[object, str | None]:
+        """(value as the target spells it, a note when re-spelled): a value alias (value_aliases.json) is sent in
+        the spelling the target's Literal lists, the new one where it has both."""
+        choices = target.type.choices if target is not None else None
+        if choices is None or not isinstance(value, str):
+            return value, None
+        for alias in value_aliases(self.config, name):
+            old, new = alias["old"], alias["new"]
+            if value in (old, new) and (value == old or new not in choices):
+                other = new if value == old else old
+                if other in choices and (value not in choices or other == new):
+                    return other, (f"{name}={value!r} sent as {other!r}, the spelling of this target: {old!r} "
+                                   f"is the older name of {new!r} (since {alias['since']}; {alias['evidence']})")
+        return value, None
+
+    def equivalent(self, name: str, a, b) -> bool:
+        """Whether two values name one setting by a value alias (cuda_graph_modules: 'full' and [])."""
+        for alias in value_aliases(self.config, name):
+            old, new = alias["old"], alias["new"]
+            if (_same(a, old) and _same(b, new)) or (_same(a, new) and _same(b, old)):
+                return True
+        return False
+
+    def rewrite_note(self, name: str, given, value, target: Field | None, version: str) -> str | None:
+        """Why the value sent differs from the value given (a value alias, False sent as None), else None."""
+        if given is False and value is None:
+            row = acceptance(self.config, name, "false_as_none")
+            ev = row["evidence"] if row else {}
+            return (f"{name}=False sent as None: megatron-core {version} reads {name} by truthiness (False and None "
+                    f"alike) but also with `is None`, where False would mean on "
+                    f"(type_acceptances.json, e.g. {', '.join(ev.get('examples', [])[:2])})")
+        return self.spelling(name, given, target)[1]
 
     def _literal_versions(self, name: str, value) -> str:
         ok = [v for v, f in self.history.get(name, ()) if f.type.choices is None or value in f.type.choices]
@@ -169,18 +227,21 @@ class Canonical:
         for key, value in overrides.items():
             if not isinstance(key, str):
                 raise FieldTypeError(repr(key), key, "a str field name")
+            note = None
             if key in self.renames:
                 name, value = self.renames[key]["new"], self._from_old(key, value, target)
             elif key in self.fields:
                 name = key
-                value = self.check_value(key, value, target=target.get(key) if target is not None else None,
-                                         version=target.version if target is not None else "this build")
+                target_field = target.get(key) if target is not None else None
+                version = target.version if target is not None else "this build"
+                value = self.check_value(key, value, target=target_field, version=version)
+                note = self.rewrite_note(key, overrides[key], value, target_field, version)
             else:
                 raise UnknownFieldError(key, self.suggest(key), self.class_name, self.config)
             raw.setdefault(name, {})[key] = overrides[key]
             if name in out and not _same(out[name].value, value):
                 raise ConflictingAliasError(name, raw[name])
-            out[name] = Given(value, out[name].given_as + (key,) if name in out else (key,))
+            out[name] = Given(value, out[name].given_as + (key,) if name in out else (key,), note)
         return out
 
     def _from_old(self, old: str, value, target: Schema | None):

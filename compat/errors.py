@@ -76,9 +76,10 @@ class UnknownFieldError(CompatError):
 
 
 class FieldTypeError(CompatError, TypeError):
-    def __init__(self, field: str, value, expected: str):
-        self.field, self.value, self.expected = field, value, expected
-        super().__init__(f"field {field!r}: expected {expected}, got {type(value).__name__} {value_repr(value)}")
+    def __init__(self, field: str, value, expected: str, accepted_by: str = ""):
+        self.field, self.value, self.expected, self.accepted_by = field, value, expected, accepted_by
+        super().__init__(f"field {field!r}: expected {expected}, got {type(value).__name__} {value_repr(value)}"
+                         + (f" ({accepted_by})" if accepted_by else ""))
 
 
 class InvalidValueError(CompatError):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .archive import open_source
 from .configs import CONFIGS, DDP_PATH, OPTIMIZER_PATH, path_of_class
+from .enum_members import field_enums
 from .errors import CandidateError
 from .postinit import post_init_facts
 from .pysource import SourceBudget, parse_source
@@ -214,7 +215,10 @@ def extract_configs(read) -> dict:
     for key, config in CONFIGS.items():
         mro = files.mro(config.class_name, config.path)
         if mro is not None:
-            out[key] = {"sha256": sha256(files.raw[config.path]), **facts_from_classes(mro)}
+            facts = facts_from_classes(mro)
+            enums = field_enums(facts["fields"], config.path, files.classes, files.raw.get)
+            facts["fields"] = [{**f, "enums": enums[f["name"]]} if f["name"] in enums else f for f in facts["fields"]]
+            out[key] = {"sha256": sha256(files.raw[config.path]), **facts}
     return out
 
 

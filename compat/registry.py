@@ -42,6 +42,7 @@ class Field:
     owner: str = ""  # the class that declares it
     required: bool = False  # no default: every call must pass it
     exact: bool = True  # False when the default is an expression we keep only as text (F.gelu, a factory call)
+    enums: tuple = ()  # (Enum class name, its member names) for each Enum the annotation names
 
     @property
     def type(self) -> TypeSpec:
@@ -99,20 +100,21 @@ class Schema:
 def field_from_record(record: dict) -> Field:
     base = (record["name"], record["annotation"])
     doc, owner = record.get("doc", ""), record.get("owner", "")
+    enums = tuple((k, tuple(v)) for k, v in record.get("enums", {}).items())
     if record.get("required"):
-        return Field(*base, None, "<required>", doc, owner, required=True, exact=False)
+        return Field(*base, None, "<required>", doc, owner, required=True, exact=False, enums=enums)
     if "default_expr" in record:
         text = record["default_expr"]
         if text in _EXPR_VALUES:
-            return Field(*base, _EXPR_VALUES[text], text, doc, owner)
+            return Field(*base, _EXPR_VALUES[text], text, doc, owner, enums=enums)
         name = dtype_name(text) if text.startswith("torch.") else None
-        return Field(*base, name or text, text, doc, owner, exact=name is not None)
+        return Field(*base, name or text, text, doc, owner, exact=name is not None, enums=enums)
     default = record.get("default")
     factory = record.get("factory")
     if isinstance(default, list) and factory != "list":
         default = tuple(default)  # JSON has no tuples; the dataclass default is a tuple
     text = f"{factory}()" if factory and not default else repr(default)
-    return Field(*base, default, text, doc, owner)
+    return Field(*base, default, text, doc, owner, enums=enums)
 
 
 def check_from_record(record: dict) -> Check:

@@ -24,6 +24,8 @@ from .registry import Registry, Schema, registry, rules
 USER, RESOLVER, COERCED, CROSS = "user", "resolver", "coerced", "cross-config rule"
 DEFAULT, IMPLIED, LENIENT, ABSENT = "megatron-default", "dropped: equals implied default", "dropped: lenient", "absent"
 DTYPE_FORMATS = ("torch", "str")
+OVERRIDE_HINT = ("; the class would silently replace the value you set, so it is refused (nothing a user sets is "
+                 "lost); leave it unset, or pass lenient=True to drop it with a warning")
 
 
 @dataclass
@@ -117,8 +119,14 @@ def _holds(pred: dict, effective: dict) -> bool:
     raise ValueError(f"unknown predicate {pred}")
 
 
-def _apply_constraints(values: dict, schema: Schema, canon: Canonical):
-    """Pre-check (and mirror the coercions of) the curated rules.json rules that apply to this DDP build."""
+def _apply_constraints(values: dict, schema: Schema, canon: Canonical, lenient: bool = False) -> list[str]:
+    """Pre-check (and mirror the coercions of) the curated rules.json rules that apply to this DDP build.
+
+    A coercion that would override a value the user set is refused (the class would silently replace it);
+    ``lenient`` drops the user's value with a warning instead and keeps the coerced one. Returns the notes of what
+    was dropped."""
+    dropped = []
+
     def effective() -> dict:
         out = {name: spec.default for name, spec in canon.fields.items()}
         out.update({f.name: f.default for f in schema.fields})
@@ -137,9 +145,18 @@ def _apply_constraints(values: dict, schema: Schema, canon: Canonical):
         for name, forced in rule["sets"].items():
             current = values.get(name)
             if current is not None and current.source == USER and current.value != forced:
-                raise ConstraintError(rule["id"], rule["message"], {**involved, name: current.value}, schema.version)
+                if not lenient:
+                    raise ConstraintError(rule["id"], rule["message"] + OVERRIDE_HINT,
+                                          {**involved, name: current.value}, schema.version)
+                note = (f"dropped {name}={current.value!r}: megatron-core {schema.version} would override it "
+                        f"({rule['message']}) [lenient]")
+                warnings.warn(note, DroppedFieldWarning, stacklevel=4)
+                values[name] = FieldResolution(name, forced, COERCED, None, current.given_as, rule["id"], note)
+                dropped.append(note)
+                continue
             if current is None:
                 values[name] = FieldResolution(name, forced, COERCED, None, rule=rule["id"], note=rule["message"])
+    return dropped
 
 
 # ------------------------------------------------------------------------------------ resolve
@@ -166,7 +183,8 @@ def resolve(overrides=None, optimizer_config=None, version=None, *, config: str 
     canon = canonical(reg, schema if schema.source == "live" else None, key)
     given = canon.canonicalize(overrides, schema)
 
-    values = {n: FieldResolution(n, g.value, USER, None, g.given_as) for n, g in given.items()}
+    values = {n: FieldResolution(n, g.value, USER, None, g.given_as, note=g.note) for n, g in given.items()}
+    notes += [g.note for g in given.values() if g.note]
     for name, (value, rule) in (extra or {}).items():
         if name not in given:
             values[name] = FieldResolution(name, canon.check_value(name, value), CROSS, None, rule=rule)
@@ -184,7 +202,7 @@ def resolve(overrides=None, optimizer_config=None, version=None, *, config: str 
             for name, (value, rule) in sets["ddp"].items():
                 values[name] = FieldResolution(name, canon.check_value(name, value), CROSS, None, rule=rule)
             requests = {k: v for k, v in sets.items() if k != "ddp" and v}
-        _apply_constraints(values, schema, canon)
+        notes += _apply_constraints(values, schema, canon, lenient)
 
     res = Resolution(schema.version, schema.source, how, warnings=notes, config=key, class_name=schema.class_name)
     res.requests = requests
@@ -263,7 +281,7 @@ def _place(fr: FieldResolution, schema: Schema, canon: Canonical, res: Resolutio
         res.fields[name] = fr
         return
     implied, exact = canon.implied(name, schema.version)
-    if exact and _equal(fr.value, implied):
+    if exact and (_equal(fr.value, implied) or canon.equivalent(name, fr.value, implied)):
         fr.source, fr.note = IMPLIED, f"megatron-core {schema.version} has no {name}; it behaves as {fr.value!r}"
         res.dropped.append(fr)
         res.fields[name] = fr

@@ -2,9 +2,12 @@
 
 Canonical forms: a dtype becomes its name ("bfloat16"), an int given for a float becomes a float, a list given for
 a ``Tuple[...]`` becomes a tuple. Other values are returned unchanged (lists stay lists). A member the parser
-could not read ("any") accepts everything: an annotation we do not understand never refuses a value.
+could not read ("any") accepts everything: an annotation we do not understand never refuses a value, unless it
+names an Enum whose members the registry knows (then a member or a member's name is accepted).
 """
 from __future__ import annotations
+
+import enum
 
 from .annotations import Member, TypeSpec
 from .dtypes import accepted_spellings, dtype_name
@@ -13,7 +16,10 @@ from .errors import FieldTypeError, InvalidValueError
 _NO = object()
 
 
-def describe(member: Member) -> str:
+def describe(member: Member, enums: tuple = ()) -> str:
+    known = enum_members(member, enums)
+    if known is not None:
+        return f"a {known[0]} member or its name ({', '.join(known[1])})"
     if member.kind == "dtype":
         return f"a torch.dtype or one of {accepted_spellings()}"
     if member.kind == "tuple" and member.args and all(
@@ -26,17 +32,32 @@ def describe(member: Member) -> str:
     return member.key()
 
 
-def _one(member: Member, value):
+def enum_members(member: Member, enums: tuple) -> tuple | None:
+    """(class name, members) of the Enum an "any" member names (a live annotation spells it with its module)."""
+    if member.kind != "any" or not member.name:
+        return None
+    short = member.name.rsplit(".", 1)[-1]
+    return next(((cls, names) for cls, names in enums if cls == short), None)
+
+
+def _one(member: Member, value, enums: tuple = ()):
     """The canonical value if ``member`` accepts ``value``, else _NO."""
     kind = member.kind
     if kind == "any":
-        return value
+        known = enum_members(member, enums)
+        if known is None:
+            return value
+        if isinstance(value, str):
+            return value if value in known[1] else _NO
+        if isinstance(value, enum.Enum) and type(value).__name__ == known[0] and value.name in known[1]:
+            return value
+        return _NO
     if kind == "None":
         return None if value is None else _NO
     if kind == "bool":
         return value if isinstance(value, bool) else _NO
-    if kind == "int":
-        return value if isinstance(value, int) and not isinstance(value, bool) else _NO
+    if kind == "int":  # a bool is an int to Python and to Megatron (window_attn_skip_freq=[True, False])
+        return value if isinstance(value, int) else _NO
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return _NO
@@ -56,7 +77,7 @@ def _one(member: Member, value):
         elems = [a for a in member.args if a != "..."]
         if len(elems) == 1 and isinstance(elems[0], Member) and (len(member.args) == 2 or kind == "list"):
             for item in value:
-                if _one(elems[0], item) is _NO:
+                if _one(elems[0], item, enums) is _NO:
                     return _NO
         return tuple(value) if kind == "tuple" else value
     if kind == "dict":
@@ -66,33 +87,44 @@ def _one(member: Member, value):
     return value
 
 
-def check(name: str, value, spec: TypeSpec, default=None):
-    """``value`` in canonical form, or FieldTypeError / InvalidValueError naming the field and the value."""
+def check(name: str, value, spec: TypeSpec, default=None, *, enums: tuple = (), accept: frozenset = frozenset()):
+    """``value`` in canonical form, or FieldTypeError / InvalidValueError naming the field and the value.
+
+    ``enums``: (class, member names) of the Enums the annotation names. ``accept``: the shapes the target release
+    reads as meant although the annotation excludes them (``compat/data/type_acceptances.json``): "none" (None
+    kept) and "false_as_none" (False sent as None).
+    """
     members = spec.members
     if value is None:
-        if spec.optional or default is None:
+        if spec.optional or default is None or "none" in accept:
             return None
+    if value is False and "false_as_none" in accept:
+        return None
     kinds = spec.kinds()
     # exact type first, so that an int stays an int where both int and float are allowed
     order = sorted(members, key=lambda m: 0 if m.kind in ("bool", "int", "str", "None", "literal") else 1)
     for member in order:
-        out = _one(member, value)
+        out = _one(member, value, enums)
         if out is not _NO:
             return out
+    named = [e for m in members if (e := enum_members(m, enums)) is not None]
+    if named and (isinstance(value, str) or isinstance(value, enum.Enum)):
+        raise InvalidValueError(name, value, "must name a member of " + "; ".join(
+            f"{cls}: {', '.join(names)}" for cls, names in named))
     literals = [m for m in members if m.kind == "literal"]
     if literals and all(_one(Member(_base_kind(v)), value) is not _NO for m in literals for v in m.args[:1]):
         choices = [v for m in literals for v in m.args]
         raise InvalidValueError(name, value, f"must be one of {', '.join(map(repr, choices))}")
     if value is None:
-        expected = " or ".join(describe(m) for m in members if m.kind != "None")
+        expected = " or ".join(describe(m, enums) for m in members if m.kind != "None")
         raise FieldTypeError(name, value, f"{expected} (None is not allowed)")
     if kinds == {"None"}:
         raise FieldTypeError(name, value, "None")
-    raise FieldTypeError(name, value, " or ".join(describe(m) for m in members if m.kind != "None"))
+    raise FieldTypeError(name, value, " or ".join(describe(m, enums) for m in members if m.kind != "None"))
 
 
 def _base_kind(v) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), "any")
 
 
-__all__ = ["check", "describe"]
+__all__ = ["check", "describe", "enum_members"]

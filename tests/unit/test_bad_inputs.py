@@ -20,8 +20,14 @@ CATALOGUE = {
     "overrides-not-mapping": ([("bucket_size", 1)], None, "0.19.2", FieldTypeError, "a mapping"),
     "str-for-bool": ({"grad_reduce_in_fp32": "false"}, None, "0.19.2", FieldTypeError, "expected bool, got str"),
     "int-for-bool": ({"overlap_grad_reduce": 1}, None, "0.19.2", FieldTypeError, "expected bool, got int"),
-    "none-for-bool": ({"use_distributed_optimizer": None}, None, "0.19.2", FieldTypeError, "None is not allowed"),
-    "bool-for-int": ({"bucket_size": True}, None, "0.19.2", FieldTypeError, "expected int, got bool"),
+    # None stays refused where the release reads the field other than by truthiness / `is None`
+    # (type_acceptances.json has no "none" row for use_distributed_optimizer)
+    "none-for-bool-read-otherwise": ({"use_distributed_optimizer": None}, None, "0.19.2", FieldTypeError,
+                                     "None is not allowed), got NoneType None (no release accepts it)"),
+    "none-where-older-releases-read-it-as-meant": ({"reuse_grad_buf_for_mxfp8_param_ag": None}, None, "0.19.2",
+                                                   FieldTypeError, "(megatron-core 0.13.0-0.18.2 accept it)"),
+    "str-for-int": ({"bucket_size": "1"}, None, "0.19.2", FieldTypeError,
+                    "expected int, got str '1' (no release accepts it)"),
     "float-for-int": ({"num_distributed_optimizer_instances": 2.0}, None, "0.19.2", FieldTypeError,
                       "expected int, got float"),
     "negative-bucket-size": ({"bucket_size": -40000000}, None, "0.19.2", InvalidValueError, "must be >= 1"),
@@ -63,7 +69,8 @@ CATALOGUE = {
     "post-init-mxfp8-reuse": ({"reuse_grad_buf_for_mxfp8_param_ag": True}, None, "0.13.1", ConstraintError,
                               "needs fp8_param_gather=True"),
     "post-init-max-pool-double-buffer": ({"megatron_fsdp_max_pool_double_buffer": True, "fsdp_double_buffer": False},
-                                         None, "0.19.2", ConstraintError, "forces fsdp_double_buffer=True"),
+                                         None, "0.19.2", ConstraintError, "the class would silently replace the "
+                                                                          "value you set"),
     "optimizer-unknown-dtype": ({}, {"use_precision_aware_optimizer": True, "main_grads_dtype": "bfloat15"},
                                 "0.19.2", FieldTypeError, "optimizer_config.main_grads_dtype"),
     "version-does-not-parse": ({}, None, "v0.19-final", VersionError, "does not parse"),
@@ -93,6 +100,57 @@ def test_build_without_megatron_installed(monkeypatch):
     monkeypatch.setattr(compat.build.importlib.util, "find_spec", lambda name, *a: None)
     with pytest.raises(MegatronNotInstalledError, match="needs megatron-core installed"):
         compat.build_ddp_config({}, ADAM)
+
+
+# Shapes the release reads as meant: accepted (the type policy in README "Type policy"); id: (config, overrides,
+# version, kwargs expected)
+ACCEPTED = {
+    "none-read-by-truthiness": ("transformer", {"use_cpu_initialization": None}, "0.16.1",
+                                {"use_cpu_initialization": None}),
+    "none-guarded-by-is-none": ("mla", {"q_lora_rank": None}, "0.19.2", {"q_lora_rank": None}),
+    "none-compared-with-eq": ("transformer", {"moe_flex_dispatcher_backend": None}, "0.16.1",
+                              {"moe_flex_dispatcher_backend": None}),
+    "bool-for-int": ("ddp", {"bucket_size": True}, "0.19.2", {"bucket_size": True}),
+    "bools-for-int-list": ("transformer", {"window_attn_skip_freq": [True, False]}, "0.16.1",
+                           {"window_attn_skip_freq": [True, False]}),
+    "false-for-flag-literal-sent-as-none": ("transformer", {"fp8": False}, "0.16.1", {"fp8": None}),
+    "enum-member-name": ("transformer", {"attention_backend": "flash"}, "0.16.1", {"attention_backend": "flash"}),
+    "value-alias-to-release-spelling": ("transformer", {"experimental_attention_variant": "gdn",
+                                                        "linear_attention_freq": 2}, "0.19.2",
+                                        {"experimental_attention_variant": "gated_delta_net"}),
+}
+BASE = {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_accepted_shapes(case):
+    config, overrides, version, expected = ACCEPTED[case]
+    base = BASE if config in ("transformer", "mla") else {}
+    res = compat.resolve({**base, **overrides}, None, version, config=config)
+    for name, value in expected.items():
+        assert res.kwargs[name] == value and type(res.kwargs[name]) is type(value)
+    if any(expected[k] != overrides[k] for k in expected):  # re-spelled: explain's notes say so
+        assert any("sent as" in w for w in res.warnings)
+
+
+@pytest.mark.parametrize("overrides, phrase", [
+    ({"attention_backend": "no_such_backend"}, "must name a member of AttnBackend: flash, fused"),
+    ({"attention_backend": 3}, "expected a AttnBackend member or its name"),
+    ({"fp8": "false"}, "must be one of 'e4m3', 'hybrid'"),
+    ({"use_cpu_initialization": "false"}, "expected bool, got str 'false' (no release accepts it)"),
+])
+def test_refused_without_megatron(overrides, phrase):
+    with pytest.raises(CompatError) as err:
+        compat.transformer_kwargs({**BASE, **overrides}, "0.16.1")
+    assert isinstance(err.value, (FieldTypeError, InvalidValueError)) and phrase in str(err.value)
+    assert err.value.field == next(iter(overrides)) and err.value.value == next(iter(overrides.values()))
+
+
+def test_lenient_drops_a_value_the_class_would_override():
+    overrides = {"megatron_fsdp_max_pool_double_buffer": True, "fsdp_double_buffer": False}
+    with pytest.warns(compat.DroppedFieldWarning, match="dropped fsdp_double_buffer=False"):
+        kwargs = compat.ddp_kwargs(overrides, None, "0.19.2", lenient=True)
+    assert kwargs["fsdp_double_buffer"] is True and kwargs["megatron_fsdp_max_pool_double_buffer"] is True
 
 
 def test_catalogue_is_big_enough():

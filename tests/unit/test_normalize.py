@@ -109,7 +109,7 @@ def test_unknown_key_suggests_close_match(key, suggestion):
     ("grad_reduce_in_fp32", "true", "bool"),            # a str for a bool
     ("overlap_grad_reduce", 1, "bool"),                 # an int for a bool
     ("use_distributed_optimizer", None, "None is not allowed"),
-    ("bucket_size", True, "int"),                       # a bool for an int
+    ("bucket_size", [1], "int"),  # a list for an int (a bool is an int to Python and Megatron: accepted)
     ("bucket_size", 1.5, "int"),
     ("num_distributed_optimizer_instances", "2", "int"),
     ("data_parallel_sharding_strategy", 3, "str"),
