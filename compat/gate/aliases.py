@@ -7,6 +7,8 @@ The shim's value-alias data is ``compat/data/value_aliases.json`` (``{"format": 
 """
 from __future__ import annotations
 
+import json
+
 import ast
 
 from ..archive import open_source
@@ -148,11 +150,16 @@ def shim_aliases() -> tuple[list[dict], str | None]:
     return [a for a in aliases if isinstance(a, dict)], None
 
 
+def _alias_key(alias: dict) -> tuple:
+    """A hashable key for an alias record: values may be lists (``cuda_graph_modules``: 'full' -> [])."""
+    return tuple(json.dumps(alias.get(k), sort_keys=True, default=repr) for k in ("config", "field", "old", "new"))
+
+
 def alias_changes(rewrites: list[dict], base_schemas: dict[str, Schema]) -> list[Change]:
     """A value rename for each rewrite the compared release did not already do: its new value is one the compared
     release's annotation does not list (a rewrite into a value it already accepted may be old, and is not shown)."""
     known, why_none = shim_aliases()
-    listed = {(a.get("config"), a.get("field"), a.get("old"), a.get("new")) for a in known}
+    listed = {_alias_key(a) for a in known}
     out = []
     for r in rewrites:
         base = base_schemas.get(r["config"])
@@ -161,7 +168,7 @@ def alias_changes(rewrites: list[dict], base_schemas: dict[str, Schema]) -> list
         if field is not None and (choices is None or r["new"] in choices):
             continue
         config = CONFIGS[r["config"]].class_name
-        in_shim = (r["config"], r["field"], r["old"], r["new"]) in listed
+        in_shim = _alias_key(r) in listed
         shim = (f"value_aliases.json already maps {r['old']!r} to {r['new']!r}" if in_shim else
                 f"not in the shim's value-alias data ({why_none or 'value_aliases.json does not list it'}): a config "
                 f"built with {r['old']!r} holds {r['new']!r} after construction; add the alias before --accept")

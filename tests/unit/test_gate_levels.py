@@ -323,3 +323,12 @@ def test_malformed_gate_data_leaves_its_part_out(tmp_path, monkeypatch, name, da
     report = g.gate(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"), REG, "0.19.2")
     text = report.to_markdown()
     assert ("## Install" not in text) if name == "install.json" else ("metadata.json has no entry" in text)
+
+
+def test_the_shims_own_alias_data_is_read_with_list_values():
+    """compat/data/value_aliases.json holds list values ('full' -> [] for cuda_graph_modules): the reader keys them."""
+    known, why_none = aliases.shim_aliases()
+    assert why_none is None and any(isinstance(a["new"], list) for a in known)
+    rewrite = {"config": "transformer", "field": "cuda_graph_modules", "old": "full", "new": [], "evidence": "x:1"}
+    changes = aliases.alias_changes([rewrite], {"transformer": REG.schema("0.17.1", "transformer")})
+    assert [(c.what, c.level) for c in changes] == [("value rename", g.INFO)] and "already maps" in changes[0].shim
