@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from ... import version as _v
 from ...errors import VersionError
 from . import guards as g
-from .lookup import Surface
+from .lookup import OPAQUE, Surface, Target
+from .project import SUPER_AFTER
 
 MISSING_MODULE = "missing module"
 MISSING_NAME = "missing name"
@@ -120,7 +121,8 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
         return [Failure(kind, failing, res.resolved, res.missing)], notes
     if use.how != "call":
         return [], notes
-    sigs = [surface.call_signature(t) for t in res.targets]
+    targets = [_after_in_mro(t, surface) for t in res.targets] if use.via == SUPER_AFTER else res.targets
+    sigs = [surface.call_signature(t) for t in targets]
     if not sigs or any(s is None for s in sigs):
         return [], notes
     failures = []
@@ -147,22 +149,30 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     return failures, notes
 
 
+def _after_in_mro(target: Target, surface: Surface) -> Target:
+    """``super(Base, self).__init__``: the class after Base in Base's MRO (what Python calls)."""
+    if target.kind != "class":
+        return OPAQUE
+    order = surface.mro(target.name)
+    return order[1] if len(order) > 1 and order[1].kind == "class" else OPAQUE
+
+
 def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> str | None:
     """Why the failure is protected (``try/except ImportError (line 12)``), or None when it would raise."""
     raised = _RAISES.get(kind)
     if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
         raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
-    names = {wanted} | set(failing.split("(")[0].split("."))
+    names = {wanted, failing.split("(")[0]} | set(failing.split("(")[0].split("."))
     for guard in use.guards:
-        gkind, line, detail = guard
+        gkind, line, detail, note = guard
         if gkind in (g.FALLBACK, g.PROBE_ELSE):
-            if all(_resolves(surface, name) for name in detail):
+            if detail and all(_resolves(surface, name) for name in detail):
                 what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
                 return f"{gkind} that is not taken: {what} at line {line} resolve"
             continue
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
-            return f"{what} (line {line})"
+            return f"{what} (line {line})" + (f"; {note}" if note else "")
     return None
 
 
@@ -178,8 +188,8 @@ def check(scan, surface: Surface) -> list[Finding]:
     findings: dict[tuple, Finding] = {}
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
-        if use.name in scan.sets:
-            continue  # the project assigns this name itself
+        if _assigned_by_project(use.name, scan.sets):
+            continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)
         for failure in failures:
             guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
@@ -205,6 +215,13 @@ def check(scan, surface: Surface) -> list[Finding]:
                     findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
                                             note, use=use.how, _use=use)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
+
+
+def _assigned_by_project(name: str, sets: set) -> bool:
+    """``ckpt_base.async_calls = Queue()`` makes ``ckpt_base.async_calls`` and everything read off it the
+    project's own (one rule for monkeypatches and attributes it creates)."""
+    parts = name.split(".")
+    return any(".".join(parts[:i]) in sets for i in range(2, len(parts) + 1))
 
 
 def _under_reported(findings: dict, use, failure) -> bool:

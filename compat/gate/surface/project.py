@@ -25,6 +25,9 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
+SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
+
+
 class ProjectError(CompatError):
     """The project directory cannot be read (exit 3)."""
 
@@ -63,11 +66,16 @@ class _FileScanner:
     def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True):
         self.path, self.own = path, own
         self.flags = g.version_flags(tree) if versionish else set()
+        self.import_flags = g.import_flags(tree)
+        self.forwarders = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and _only_splats(n.args)}
+        self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
         self.scopes: list[dict] = []
         self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
         self.guards: list[tuple] = []
         self.sig_probed: list[set] = [set()]
         self.bases: list[tuple | None] = []
+        self.class_names: list[str] = []
         self.uses: list[Use] = []
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
@@ -171,11 +179,11 @@ class _FileScanner:
             return
         guards = tuple(self.guards)
         if how == "call" and paths[0] in self.sig_probed[-1]:
-            guards += ((g.SIGNATURE, node.lineno, None),)
+            guards += ((g.SIGNATURE, node.lineno, None, None),)
         self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))
 
-    def push(self, kind, line, detail=None) -> None:
-        self.guards.append((kind, line, frozenset(detail) if detail is not None else None))
+    def push(self, kind, line, detail=None, note: str | None = None) -> None:
+        self.guards.append((kind, line, frozenset(detail) if detail is not None else None, note))
 
     # ---- statements ----------------------------------------------------------------------------------------
     def block(self, body: list) -> None:
@@ -193,7 +201,11 @@ class _FileScanner:
         """(guard of the body, guard of the else branch) of ``if test:``; either may be None.
 
         A ``hasattr``/``getattr`` probe on a megatron object protects the branch that runs when the attribute is
-        there for that name, and makes the other branch a fallback that runs only where it is missing."""
+        there for that name, and makes the other branch a fallback that runs only where it is missing. A flag set
+        by a try/except ImportError does the same for the imports of that try, and guards nothing else."""
+        flagged = self.flag_branches(test)
+        if flagged is not None:
+            return flagged
         guard = self.test_kind(test)
         if not guard:
             return None, None
@@ -205,6 +217,25 @@ class _FileScanner:
             return guard, guard
         fallback = (g.PROBE_ELSE, probed)
         return (fallback, guard) if negated else (guard, fallback)
+
+    def flag_branches(self, test) -> tuple | None:
+        """``if HAVE_X:`` / ``if not use_old:`` / ``if HAVE_X and ...:`` on an import flag (see guards.import_flags)."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negated else test
+        conjunct = not negated and isinstance(inner, ast.BoolOp) and isinstance(inner.op, ast.And)
+        names = [v for v in inner.values if isinstance(v, ast.Name)] if conjunct else [inner]
+        flag = next((self.import_flags[n.id] for n in names if isinstance(n, ast.Name) and n.id in self.import_flags
+                     and self.lookup(n.id) is None), None)
+        if flag is None:
+            return None
+        if not flag.imports:
+            return None, None  # about another package: it guards no megatron use
+        ok = (g.FLAG, flag.imports)
+        fails = None if flag.other else (g.FALLBACK, flag.imports)  # other imports may fail alone: undecidable
+        when_true, when_false = (ok, fails) if flag.true_when_ok else (fails, ok)
+        if conjunct:
+            return when_true, None
+        return (when_false, when_true) if negated else (when_true, when_false)
 
     def probed_paths(self, test) -> tuple:
         """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test: the megatron names it asks about."""
@@ -234,7 +265,9 @@ class _FileScanner:
                     if a.name != "*":
                         self.record(s, (f"{s.module}.{a.name}",), "import")
         elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
-            self.push(g.TRY, s.lineno, g.try_catches(s.handlers))
+            off = g.disabled_by(s.handlers)
+            self.push(g.TRY, s.lineno, g.try_catches(s.handlers),
+                      f"the fallback sets {', '.join(off)}: that feature is off where this fails" if off else None)
             first = len(self.uses)
             self.block(s.body)
             self.guards.pop()
@@ -259,6 +292,12 @@ class _FileScanner:
                 self.block(body)
                 if guard:
                     self.guards.pop()
+        elif isinstance(s, ast.Assign):
+            self.expr(s.value)
+            self.forwarding = self.forwards(s.value)
+            for t in s.targets:
+                self.expr(t)
+            self.forwarding = False
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             pushed = 0
             for item in s.items:
@@ -280,7 +319,9 @@ class _FileScanner:
                 self.expr(node)
             bases = [self.paths(b) for b in s.bases]
             self.bases.append(next((b for b in bases if b), None))
+            self.class_names.append(s.name)
             self.block(s.body)
+            self.class_names.pop()
             self.bases.pop()
         elif isinstance(s, (ast.For, ast.AsyncFor)):
             self.expr(s.target)
@@ -297,6 +338,12 @@ class _FileScanner:
                     self.stmt(child)
                 else:
                     self.expr(child)
+
+    def forwards(self, value) -> bool:
+        """A wrapper that takes only ``*args, **kwargs`` (and so forwards everything to what it wraps)."""
+        if isinstance(value, ast.Lambda):
+            return _only_splats(value.args)
+        return isinstance(value, ast.Name) and value.id in self.forwarders and self.lookup(value.id) is None
 
     def function(self, node, body) -> None:
         args = node.args
@@ -322,7 +369,8 @@ class _FileScanner:
             paths = self.paths(e)
             if paths:
                 if isinstance(e.ctx, (ast.Store, ast.Del)):
-                    self.sets.update(paths)
+                    if not self.forwarding:  # a forwarding wrapper still calls the original: keep checking it
+                        self.sets.update(paths)
                     parent = self.paths(e.value)
                     if parent and isinstance(e.value, ast.Attribute):
                         self.record(e, parent, "attribute")
@@ -387,8 +435,8 @@ class _FileScanner:
                 self.record(e, target, "call", keywords=tuple(k.arg for k in e.keywords if k.arg),
                             splat=True, via="functools.partial")
         if isinstance(e.func, ast.Attribute) and e.func.attr == "__init__" and isinstance(e.func.value, ast.Call) \
-                and dotted(e.func.value.func) == "super" and self.bases and self.bases[-1]:
-            self._record_call(e, self.bases[-1], via="super().__init__")
+                and dotted(e.func.value.func) == "super" and self.bases:
+            self._super_init(e, e.func.value.args)
         target = self.paths(e.func)
         if target:
             self._record_call(e, target)
@@ -399,6 +447,18 @@ class _FileScanner:
         for k in e.keywords:
             self.expr(k.value)
 
+    def _super_init(self, e: ast.Call, super_args: list) -> None:
+        """``super().__init__`` calls the first base; ``super(Base, self).__init__`` the class after Base in the MRO,
+        which only the candidate knows (check.py resolves ``via="super(Base)"``)."""
+        first = dotted(super_args[0]) if super_args else None
+        if first is None or (self.class_names and first == self.class_names[-1]):
+            if self.bases[-1]:
+                self._record_call(e, self.bases[-1], via="super().__init__")
+            return
+        named = self.paths(super_args[0])
+        if named:
+            self._record_call(e, named, via=SUPER_AFTER)
+
     def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
         starred = any(isinstance(a, ast.Starred) for a in e.args)
         named = [k for k in e.keywords if k.arg]
@@ -406,6 +466,10 @@ class _FileScanner:
                     keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via)
+
+
+def _only_splats(args: ast.arguments) -> bool:
+    return bool(args.vararg or args.kwarg) and not (args.posonlyargs or args.args or args.kwonlyargs)
 
 
 def scan_source(text: bytes | str, path: str = "<string>", own: tuple = ()) -> tuple[list, set]:

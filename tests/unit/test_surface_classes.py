@@ -1,0 +1,252 @@
+"""The surface gate's defect classes found on downstream code it had never seen (issue 15, issue 17 items 8-9 and
+the shadowing cases): each built here from a minimal project of our own against a tiny synthetic candidate."""
+from __future__ import annotations
+
+import pytest
+
+from compat import refresh
+from compat.gate.surface import check as c
+from compat.gate.surface.core import surface_gate
+from test_surface import make_project, make_wheel
+
+OLD = {  # 0.3.0
+    "megatron/core/__init__.py": "from megatron.core import parallel_state\nmpu = parallel_state\n",
+    "megatron/core/parallel_state.py": """
+        def get_tensor_model_parallel_rank():
+            return 0
+        def get_tensor_and_expert_parallel_rank():
+            return 0
+        """,
+    "megatron/core/module.py": """
+        class MegatronModule:
+            def __init__(self, config):
+                self.config = config
+        """,
+    "megatron/core/llava.py": """
+        from megatron.core.module import MegatronModule
+        class LLaVAModel(MegatronModule):
+            def __init__(self, config, vision, language, extra):
+                super().__init__(config)
+        """,
+    "megatron/core/schedules.py": """
+        def get_tensor_shapes(*, rank=0, seq_length, micro_batch_size, config):
+            return []
+        """,
+    "megatron/core/specs.py": """
+        def get_moe_module_spec(use_te=True, num_experts=None, moe_grouped_gemm=False,
+                                moe_use_legacy_grouped_gemm=False):
+            return None
+        """,
+    "megatron/core/ddp.py": """
+        class DistributedDataParallel:
+            def __init__(self, config, module, overlap_grad_reduce=False, ddp_config=None):
+                self.module = module
+        """,
+    "megatron/core/strategies/__init__.py": "",
+    "megatron/core/strategies/base.py": "class Strategy:\n    pass\n",
+    "megatron/core/strategies/async_utils.py": """
+        class AsyncCallsQueue:
+            def __init__(self, persistent=False):
+                self.persistent = persistent
+            def schedule_async_request(self, request):
+                pass
+        """,
+    "megatron/core/old_scheduler.py": "class OptimizerParamScheduler:\n    pass\n",
+}
+NEW = {  # 0.4.0: the breaks
+    **OLD,
+    "megatron/core/parallel_state.py": "def get_tensor_model_parallel_rank():\n    return 0\n",
+    "megatron/core/schedules.py": """
+        def get_tensor_shapes(*, seq_length, micro_batch_size, config):
+            return []
+        """,
+    "megatron/core/specs.py": """
+        def get_moe_module_spec(use_te=True, num_experts=None, moe_grouped_gemm=False):
+            return None
+        """,
+    "megatron/core/ddp.py": """
+        class DistributedDataParallel:
+            def __init__(self, config, ddp_config, module):
+                self.module = module
+        """,
+}
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {"0.3.0": make_wheel(cache, "0.3.0", OLD), "0.4.0": make_wheel(cache, "0.4.0", NEW)}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    return paths
+
+
+def gate(tmp_path, wheels, files: dict, version="0.4.0"):
+    return surface_gate(str(wheels[version]), make_project(tmp_path / "proj", files))
+
+
+def where(report, guarded=None) -> set:
+    return {(f.path, f.line, f.kind) for f in report.findings
+            if f.kind in c.BREAKING and (guarded is None or f.guarded == guarded)}
+
+
+# ---- 1: super(Base, self) ----------------------------------------------------------------------------------------
+def test_super_with_a_named_base_calls_the_next_class_in_the_mro(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"m.py": """
+        from megatron.core.llava import LLaVAModel
+        class M(LLaVAModel):
+            def __init__(self, config):
+                super(LLaVAModel, self).__init__(config=config)
+        class N(LLaVAModel):
+            def __init__(self, config):
+                super(N, self).__init__(config=config)
+        class P(LLaVAModel):
+            def __init__(self, config):
+                super(LLaVAModel, self).__init__(config=config, gone=1)
+        """})
+    # M: MegatronModule(config) is right; N: LLaVAModel needs vision, language, extra; P: MegatronModule has no gone
+    assert where(report) == {("m.py", 8, c.MISSING_REQUIRED), ("m.py", 11, c.UNEXPECTED_KEYWORD)}
+
+
+# ---- 2: attributes the project assigns on a megatron module ----------------------------------------------------
+def test_an_attribute_the_project_assigns_is_its_own_with_what_hangs_off_it(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"s.py": """
+        from megatron.core.strategies import base as ckpt_base
+        from megatron.core.strategies.async_utils import AsyncCallsQueue
+        class Strategy:
+            def __init__(self):
+                ckpt_base.async_calls = AsyncCallsQueue(persistent=True)
+            def save(self, request):
+                ckpt_base.async_calls.schedule_async_request(request)
+                ckpt_base.other_thing.run()
+        """})
+    assert {(f.line, f.name) for f in report.findings} == {(9, "megatron.core.strategies.base.other_thing")}
+
+
+# ---- 3 and issue 17 item 8: a guard must be about the use it guards ----------------------------------------------
+def test_a_flag_about_another_package_guards_nothing(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"d.py": """
+        from megatron.core.schedules import get_tensor_shapes
+        try:
+            import modelopt
+            HAVE_MODELOPT = True
+        except ImportError:
+            HAVE_MODELOPT = False
+        def shapes(config):
+            if not HAVE_MODELOPT:
+                return None
+            return get_tensor_shapes(rank=0, seq_length=8, micro_batch_size=1, config=config)
+        """})
+    assert where(report) == {("d.py", 11, c.UNEXPECTED_KEYWORD)}
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("test", ["torch.cuda.is_available()", "conversion", "args.inversion_mode",
+                                  "torch.__version__ >= '2.0'", "is_te_min_version('1.0')"])
+def test_tests_about_something_else_are_not_guards(tmp_path, wheels, test):
+    report = gate(tmp_path, wheels, {"a.py": f"""
+        import torch
+        from megatron.core.schedules import get_tensor_shapes
+        def f(args, conversion, config, is_te_min_version):
+            if {test}:
+                get_tensor_shapes(rank=0, seq_length=8, micro_batch_size=1, config=config)
+        """})
+    assert where(report, guarded=False) == {("a.py", 6, c.UNEXPECTED_KEYWORD)}
+
+
+def test_an_early_return_on_dist_availability_is_not_a_guard(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        import torch.distributed as dist
+        from megatron.core import mpu
+        def rank():
+            if not dist.is_available():
+                return 0
+            return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=False) == {("a.py", 7, c.MISSING_NAME)}
+
+
+def test_megatron_version_checks_still_guard(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from packaging.version import Version
+        import megatron.core
+        def rank():
+            if Version(megatron.core.__version__) < Version("0.4.0"):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=True) == {("a.py", 7, c.MISSING_NAME)}
+
+
+def test_a_flag_bound_by_an_import_guards_that_import_only(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.schedules import get_tensor_shapes
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+            HAVE_TEP = True
+        except ImportError:
+            HAVE_TEP = False
+        def shapes(config):
+            if HAVE_TEP:
+                return get_tensor_shapes(rank=0, seq_length=8, micro_batch_size=1, config=config)
+        """})
+    assert {(f.line, f.guarded) for f in report.findings} == {(4, True), (10, False)}
+
+
+# ---- 5: a flag set in the except ImportError handler selects a fallback ----------------------------------------
+def test_a_flag_set_in_the_handler_selects_a_branch_that_runs_only_where_the_import_fails(tmp_path, wheels):
+    files = {"b.py": """
+        from megatron.core.ddp import DistributedDataParallel
+        try:
+            from megatron.core.old_scheduler import OptimizerParamScheduler
+            use_old_megatron = False
+        except ImportError:
+            use_old_megatron = True
+        def wrap(module, config, ddp_config):
+            if use_old_megatron:
+                return DistributedDataParallel(config=config, module=module, overlap_grad_reduce=True)
+            return DistributedDataParallel(config=config, ddp_config=ddp_config, module=module)
+        """}
+    report = gate(tmp_path, wheels, files)
+    assert report.exit_code == 0
+    assert {f.guard.split(":")[0] for f in report.findings} == {c.g.FALLBACK + " that is not taken"}
+
+
+# ---- 9: a handler that turns a feature off is named ------------------------------------------------------------
+def test_a_handler_that_disables_a_feature_is_guarded_and_named(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+            megatron_available = True
+        except ImportError:
+            megatron_available = False
+        """})
+    (finding,) = report.findings
+    assert finding.guarded and "megatron_available = False" in finding.guard and "off" in finding.guard
+
+
+# ---- 4: a forwarding monkeypatch does not hide the original's keyword breaks ----------------------------------
+def test_a_forwarding_wrapper_patch_still_checks_the_original(tmp_path, wheels):
+    files = {"patch.py": """
+        def apply():
+            from megatron.core import specs
+            original = specs.get_moe_module_spec
+            def patched(*args, **kwargs):
+                return original(*args, **kwargs)
+            specs.get_moe_module_spec = patched
+        """, "spec.py": """
+        from megatron.core.specs import get_moe_module_spec
+        moe = get_moe_module_spec(use_te=True, num_experts=8, moe_use_legacy_grouped_gemm=False)
+        """}
+    assert where(gate(tmp_path, wheels, files)) == {("spec.py", 3, c.UNEXPECTED_KEYWORD)}
+
+
+def test_a_replacement_with_its_own_signature_is_the_projects(tmp_path, wheels):
+    files = {"patch.py": """
+        from megatron.core import specs
+        def mine(use_te=True, num_experts=None, moe_use_legacy_grouped_gemm=False):
+            return None
+        specs.get_moe_module_spec = mine
+        specs.get_moe_module_spec(moe_use_legacy_grouped_gemm=True)
+        """}
+    assert where(gate(tmp_path, wheels, files)) == set()
