@@ -32,6 +32,7 @@ class Target:
 
 
 OPAQUE = Target("opaque")
+_CYCLE_RESULT = {"mm": [OPAQUE], "cm": [OPAQUE], "bases": [OPAQUE], "enum": False}
 
 
 @dataclass
@@ -47,13 +48,24 @@ class Resolution:
         return bool(self.targets)
 
 
+_IN_PROGRESS = object()  # a lookup on the stack: meeting it again is a cycle
+
+
 class Surface:
+    """Lookups against one candidate model. Each lookup (a module's or class's member, a class's bases, whether it
+    is an enum) is computed once per Surface and memoised, and runs on an explicit stack rather than Python's: a
+    star-import DAG, a class lattice or a re-export chain thousands of modules long costs one visit per module and
+    class, never a path each, and never a RecursionError. A lookup met again while it is still being computed (an
+    import or inheritance cycle) gives what the cycle gave before: an open result (OPAQUE; not an enum)."""
+
     def __init__(self, model: dict):
         self.model = model
         self.modules: dict = model["modules"]
         self.classes: dict = model["classes"]
         self.version = model.get("version")
         self.label = model.get("label", "")
+        self._memo: dict = {}
+        self._children: dict | None = None
 
     # ---- names ---------------------------------------------------------------------------------------------
     def resolve(self, name: str) -> Resolution:
@@ -64,42 +76,101 @@ class Surface:
             return Resolution([], parts[0], None, "")
         current, notes = [Target("module", "megatron")], []
         for i, part in enumerate(parts[1:], start=1):
-            found = []
+            found: dict = {}
             for target in current:
-                for hit in self.member(target, part):
-                    if hit not in found:
-                        found.append(hit)
+                found.update(dict.fromkeys(self.member(target, part)))
                 note = self.deprecation(target, part)
                 if note and note not in notes:
                     notes.append(note)
             if not found:
                 return Resolution([], part, current[0], ".".join(parts[:i]), notes)
-            if any(t.kind == "opaque" for t in found):
+            if OPAQUE in found:
                 return Resolution([OPAQUE], notes=notes)
-            current = found
+            current = list(found)
         return Resolution(current, notes=notes)
 
     def member(self, target: Target, name: str) -> list:
+        return self._run(self._member_g(target, name))
+
+    def module_member(self, module: str, name: str, seen=None) -> list:
+        return self._query(("mm", module, name))
+
+    def class_member(self, qual: str, name: str, seen=None) -> list:
+        return self._query(("cm", qual, name))
+
+    def bases(self, qual: str) -> list:
+        """Each base as a class Target, a stdlib/builtin class, or OPAQUE (an outside base)."""
+        return self._query(("bases", qual))
+
+    def is_enum(self, qual: str, seen=None) -> bool:
+        return self._query(("enum", qual))
+
+    # ---- the lookup machine --------------------------------------------------------------------------------
+    # Each lookup is a generator that yields the key of a lookup it needs and is sent that lookup's result.
+    def _query(self, key: tuple):
+        value = self._memo.get(key)
+        if value is not None and value is not _IN_PROGRESS:
+            return value
+        return self._run(self._start(key), key)
+
+    def _run(self, generator, key: tuple | None = None):
+        """Drive ``generator`` and every lookup it needs to completion, memoising each (no Python recursion)."""
+        memo = self._memo
+        if key is not None:
+            memo[key] = _IN_PROGRESS
+        stack, value = [(key, generator)], None
+        while True:
+            current_key, current = stack[-1]
+            try:
+                needed = current.send(value)
+            except StopIteration as stop:
+                stack.pop()
+                value = stop.value
+                if current_key is not None:
+                    memo[current_key] = value
+                if not stack:
+                    return value
+                continue
+            known = memo.get(needed)
+            if known is _IN_PROGRESS:
+                value = _CYCLE_RESULT[needed[0]]
+            elif known is not None:
+                value = known
+            else:
+                memo[needed] = _IN_PROGRESS
+                stack.append((needed, self._start(needed)))
+                value = None
+
+    def _start(self, key: tuple):
+        kind, *args = key
+        return {"mm": self._module_member_g, "cm": self._class_member_g, "bases": self._bases_g,
+                "enum": self._is_enum_g}[kind](*args)
+
+    def _member_g(self, target: Target, name: str):
         if target.kind == "module":
-            return self.module_member(target.name, name, set())
+            return (yield ("mm", target.name, name))
         if target.kind == "class":
-            return self.class_member(target.name, name, set())
+            return (yield ("cm", target.name, name))
         return [OPAQUE]
 
-    def module_member(self, module: str, name: str, seen: set) -> list:
-        if (module, name) in seen:
-            return [OPAQUE]  # an import cycle: Python would have bound something, do not report it
-        seen = seen | {(module, name)}
+    def _chain_g(self, targets: list, parts: list):
+        """The members ``a.b.c`` of each of ``targets``, part by part (all alternatives)."""
+        for part in parts:
+            found: dict = {}
+            for t in targets:
+                found.update(dict.fromkeys((yield from self._member_g(t, part))))
+            targets = list(found)
+        return targets
+
+    def _module_member_g(self, module: str, name: str):
         entry = self.modules.get(module)
         if entry is None:
             return [OPAQUE]
-        hits: list = []
+        hits: dict = {}
         for binding in bindings(entry["n"].get(name)):
-            for hit in self.follow(module, name, _split(binding), seen):
-                if hit not in hits:
-                    hits.append(hit)
+            hits.update(dict.fromkeys((yield from self._follow_g(module, name, _split(binding)))))
         if hits:
-            return hits
+            return list(hits)
         for star in entry.get("star", []):
             source = self.modules.get(star)
             if source is None:
@@ -108,16 +179,16 @@ class Surface:
                 continue
             exported = source.get("all")
             if (exported is None and not name.startswith("_")) or (exported and name in exported):
-                hits = self.module_member(star, name, seen)
-                if hits:
-                    return hits
+                found = yield ("mm", star, name)
+                if found:
+                    return found
         if f"{module}.{name}" in self.modules:
             return [Target("module", f"{module}.{name}")]
         if entry.get("ga") or name in _MODULE_DUNDERS:
             return [OPAQUE]
         return []
 
-    def follow(self, module: str, name: str, binding: tuple, seen: set) -> list:
+    def _follow_g(self, module: str, name: str, binding: tuple):
         kind = binding[0]
         if kind == "c":
             return [Target("class", binding[1])]
@@ -134,20 +205,19 @@ class Surface:
                 return [OPAQUE]
             if f"{source}.{imported}" in self.modules:  # ``from package import submodule``
                 return [Target("module", f"{source}.{imported}")]
-            return self.module_member(source, imported, seen) or [OPAQUE]  # a broken re-export is not the user's
+            return (yield ("mm", source, imported)) or [OPAQUE]  # a broken re-export is not the user's
         if kind == "a":
             head, *rest = binding[1].split(".")
-            current = self.module_member(module, head, seen) if head in self.modules[module]["n"] else [OPAQUE]
+            current = (yield ("mm", module, head)) if head in self.modules[module]["n"] else [OPAQUE]
             for part in rest:
-                current = [hit for t in current for hit in self.member(t, part)]
-                if not current or any(t.kind == "opaque" for t in current):
+                current = yield from self._chain_g(current, [part])
+                if not current or OPAQUE in current:
                     return [OPAQUE]
             return current or [OPAQUE]
         return [OPAQUE]
 
     # ---- classes -------------------------------------------------------------------------------------------
-    def bases(self, qual: str) -> list:
-        """Each base as a class Target, a stdlib/builtin class, or OPAQUE (an outside base)."""
+    def _bases_g(self, qual: str):
         entry = self.classes.get(qual)
         out = []
         for base in entry["b"] if entry else []:
@@ -161,9 +231,8 @@ class Surface:
             head, *rest = base.split(".")
             module = entry["m"]
             if head in self.modules[module]["n"]:
-                targets = self.module_member(module, head, set())
-                for part in rest:
-                    targets = [hit for t in targets for hit in self.member(t, part)]
+                targets = yield ("mm", module, head)
+                targets = yield from self._chain_g(targets, rest)
                 classes = [t for t in targets if t.kind == "class"]
                 out.append(classes[0] if classes else OPAQUE)
             elif not rest and isinstance(getattr(builtins, head, None), type):
@@ -172,25 +241,22 @@ class Surface:
                 out.append(OPAQUE)
         return out
 
-    def class_member(self, qual: str, name: str, seen: set) -> list:
-        if qual in seen or (name.startswith("__") and name.endswith("__")):
+    def _class_member_g(self, qual: str, name: str):
+        if name.startswith("__") and name.endswith("__"):
             return [OPAQUE]  # dunders: every class has __module__, __qualname__, __dict__, ...
-        seen = seen | {qual}
         entry = self.classes.get(qual)
         if entry is None:
             return [OPAQUE]
         found = bindings(entry["a"].get(name))
         if found:
-            out = []
+            out: dict = {}
             for b in map(_split, found):
-                hit = (Target("function", f"{qual}.{name}", b[1], b[2]) if b[0] == "f"
-                       else Target("class", b[1]) if b[0] == "c" else OPAQUE)
-                if hit not in out:
-                    out.append(hit)
-            return out
-        for base in self.bases(qual):
+                out[Target("function", f"{qual}.{name}", b[1], b[2]) if b[0] == "f"
+                    else Target("class", b[1]) if b[0] == "c" else OPAQUE] = None
+            return list(out)
+        for base in (yield ("bases", qual)):
             if base.kind == "class":
-                hits = self.class_member(base.name, name, seen)
+                hits = yield ("cm", base.name, name)
                 if hits:
                     return hits
             elif base.kind == "builtin":
@@ -203,13 +269,11 @@ class Surface:
             return [OPAQUE]
         return [] if name != "__init__" else [OPAQUE]
 
-    def is_enum(self, qual: str, seen: frozenset = frozenset()) -> bool:
-        if qual in seen:
-            return False
-        for base in self.bases(qual):
+    def _is_enum_g(self, qual: str):
+        for base in (yield ("bases", qual)):
             if base.kind == "builtin" and base.name in _ENUM_BASES:
                 return True
-            if base.kind == "class" and self.is_enum(base.name, seen | {qual}):
+            if base.kind == "class" and (yield ("enum", base.name)):
                 return True
         return False
 
@@ -239,17 +303,24 @@ class Surface:
 
     def mro(self, qual: str) -> list:
         """Depth-first, left-to-right, deduplicated: close to C3 for the shallow hierarchies met here."""
-        order, stack = [], [Target("class", qual)]
+        order: dict = {}
+        stack = [Target("class", qual)]  # the next to visit is last
         while stack:
-            t = stack.pop(0)
+            t = stack.pop()
             if t in order:
                 continue
-            order.append(t)
+            order[t] = None
             if t.kind == "class":
-                stack = self.bases(t.name) + stack
-        return order
+                stack.extend(reversed(self.bases(t.name)))
+        return list(order)
 
     def class_signature(self, qual: str) -> dict | None:
+        key = ("sig", qual)
+        if key not in self._memo:
+            self._memo[key] = self._class_signature(qual)
+        return self._memo[key]
+
+    def _class_signature(self, qual: str) -> dict | None:
         if self.is_enum(qual):
             return None
         mro = self.mro(qual)
@@ -289,9 +360,14 @@ class Surface:
         if target is None:
             return []
         if target.kind == "module":
+            if self._children is None:
+                self._children = {}
+                for m in self.modules:
+                    parent, _, child = m.rpartition(".")
+                    if parent:
+                        self._children.setdefault(parent, []).append(child)
             entry = self.modules.get(target.name, {})
-            subs = [m.rsplit(".", 1)[1] for m in self.modules if m.rsplit(".", 1)[0] == target.name and "." in m]
-            return sorted(set(entry.get("n", {})) | set(subs))
+            return sorted(set(entry.get("n", {})) | set(self._children.get(target.name, ())))
         if target.kind == "class":
             names = set()
             for t in self.mro(target.name):
@@ -311,7 +387,9 @@ def _split(binding: str) -> tuple:
     return (kind,) + tuple(rest.split(" ")) if rest else (kind,)
 
 
+@functools.lru_cache(maxsize=4096)
 def _sig(text: str) -> dict:
+    """Parsed once per text (the result is shared: read it, never change it)."""
     return parse_signature(text)
 
 
@@ -333,7 +411,8 @@ def _union(sigs: list) -> dict:
                 names[name][2] = names[name][2] or default
             else:
                 names[name] = [name, kind, default]
+    in_each = [{p[0] for p in sig["p"]} for sig in sigs]
     for name, entry in names.items():
-        if not all(any(p[0] == name for p in sig["p"]) for sig in sigs):
+        if not all(name in present for present in in_each):
             entry[2] = 1
     return {"p": list(names.values()), "va": int(any(s["va"] for s in sigs)), "kw": int(any(s["kw"] for s in sigs))}
