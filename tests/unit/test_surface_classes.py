@@ -250,3 +250,17 @@ def test_a_replacement_with_its_own_signature_is_the_projects(tmp_path, wheels):
         specs.get_moe_module_spec(moe_use_legacy_grouped_gemm=True)
         """}
     assert where(gate(tmp_path, wheels, files)) == set()
+
+
+# ---- 6: names re-exported through the project's own modules ----------------------------------------------------
+def test_names_re_exported_through_project_modules_are_followed(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {
+        "pkg/__init__.py": "",
+        "pkg/helper.py": "from megatron.core import mpu\n",
+        "pkg/chain.py": "from pkg.helper import mpu as state\n",
+        "pkg/direct.py": "from megatron.core import mpu\nmpu.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/use.py": "from pkg.helper import mpu\nmpu.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/rel.py": "from .chain import state\nstate.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/fine.py": "from pkg.helper import mpu\nmpu.get_tensor_model_parallel_rank()\n",
+    })
+    assert where(report) == {(f"pkg/{name}.py", 2, c.MISSING_NAME) for name in ("direct", "use", "rel")}

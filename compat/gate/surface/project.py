@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +64,11 @@ def _is_megatron(name: str | None) -> bool:
 
 
 class _FileScanner:
-    def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True):
+    def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True,
+                 exports: dict | None = None):
         self.path, self.own = path, own
+        self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
+        self.module, self.is_package = project_module(path)
         self.flags = g.version_flags(tree) if versionish else set()
         self.import_flags = g.import_flags(tree)
         self.forwarders = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -143,10 +147,11 @@ class _FileScanner:
                             top = a.name.split(".")[0]
                             bind(top, (top,) if top == "megatron" else None)
                 elif isinstance(s, ast.ImportFrom):
+                    exported = self.exports.get(self.absolute(s)) or {}
                     for a in s.names:
                         if a.name != "*":
                             ok = s.level == 0 and _is_megatron(s.module)
-                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if ok else None)
+                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if ok else exported.get(a.name))
                 elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     bind(s.name, None)
                 elif isinstance(s, ast.Assign):
@@ -171,6 +176,18 @@ class _FileScanner:
                     walk(case.body)
         walk(body)
         return scope
+
+    def absolute(self, s: ast.ImportFrom) -> str:
+        """The module a ``from X import`` reads, relative imports resolved against this file's module."""
+        if not s.level:
+            return s.module or ""
+        base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
+        base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
+        return ".".join(base + ([s.module] if s.module else []))
+
+    def module_exports(self) -> dict:
+        """The megatron names this file binds at module level (what ``from this_module import x`` gets)."""
+        return {name: paths for name, paths in self.scopes[0].items() if paths}
 
     # ---- recording -----------------------------------------------------------------------------------------
     def record(self, node, paths, how: str, **extra) -> None:
@@ -472,13 +489,29 @@ def _only_splats(args: ast.arguments) -> bool:
     return bool(args.vararg or args.kwarg) and not (args.posonlyargs or args.args or args.kwonlyargs)
 
 
-def scan_source(text: bytes | str, path: str = "<string>", own: tuple = ()) -> tuple[list, set]:
-    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
+def project_module(path: str) -> tuple[str, bool]:
+    """``pkg/helper.py`` -> ("pkg.helper", False); ``src/pkg/__init__.py`` -> ("pkg", True)."""
+    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return ".".join(parts), is_package
+
+
+def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None) -> _FileScanner:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    scanner = _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)))
+    return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports)
+
+
+def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None
+                ) -> tuple[list, set]:
+    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
+    scanner = _scan(text, path, own, exports)
     return scanner.uses, scanner.sets
 
 
@@ -519,38 +552,101 @@ def own_packages(relpaths) -> tuple:
     return tuple(sorted(own))
 
 
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import", re.M)
+_REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
+
+
+def _module_names(rel: str) -> list[str]:
+    """Every name a project file may be imported as (``a/b/c.py``: a.b.c, b.c, c: the root is not known)."""
+    module, _ = project_module(rel)
+    parts = module.split(".")
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+def _from_modules(data: bytes, rel: str) -> set[str]:
+    """The modules a file's ``from X import`` lines read (relative ones resolved), from the bytes alone."""
+    module, is_package = project_module(rel)
+    out = set()
+    for raw in _FROM_IMPORT.findall(data):
+        text = raw.decode("ascii", "replace")
+        level = len(text) - len(text.lstrip("."))
+        if not level:
+            out.add(text)
+            continue
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        out.add(".".join(base + ([text[level:]] if text[level:] else [])))
+    return out
+
+
+def _read(scan: ProjectScan, rel: str, path: Path, total: int) -> tuple[bytes | None, int]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            scan.skipped.append((rel, f"over {MAX_FILE_BYTES} bytes"))
+            return None, total
+        total += size
+        if total > MAX_TOTAL_BYTES:
+            raise ProjectError(f"the project's Python files exceed {MAX_TOTAL_BYTES} bytes in all")
+        return read_file(path, MAX_FILE_BYTES, "project file"), total
+    except CandidateError as exc:
+        scan.skipped.append((rel, str(exc)))
+    except OSError as exc:
+        scan.skipped.append((rel, exc.strerror or str(exc)))
+    return None, total
+
+
 def scan_project(root) -> ProjectScan:
+    """Every use in the project. Names a project module re-exports (``from pkg.helper import mpu``, where helper
+    imports mpu from megatron) are followed into the files that import them, a few links deep."""
     root = Path(root)
     if not root.is_dir():
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
     scan = ProjectScan(str(root), own_packages=list(own))
+    names_of = {rel: _module_names(rel) for rel, _ in files}
+    project_modules = {m for names in names_of.values() for m in names}
+    per_file: dict[str, tuple] = {}  # rel -> (uses, sets)
+    exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
+    importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
-    for rel, path in files:
+
+    def scan_one(rel: str, data: bytes, with_exports: dict | None) -> set:
+        """Scan one file; the project modules whose exports that changed."""
         try:
-            size = path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                scan.skipped.append((rel, f"over {MAX_FILE_BYTES} bytes"))
-                continue
-            total += size
-            if total > MAX_TOTAL_BYTES:
-                raise ProjectError(f"the project's Python files exceed {MAX_TOTAL_BYTES} bytes in all")
-            data = read_file(path, MAX_FILE_BYTES, "project file")
-        except CandidateError as exc:
-            scan.skipped.append((rel, str(exc)))
-            continue
-        except OSError as exc:
-            scan.skipped.append((rel, exc.strerror or str(exc)))
+            scanner = _scan(data, rel, own, with_exports)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            if rel not in per_file:
+                scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
+            return set()
+        per_file[rel] = (scanner.uses, scanner.sets)
+        mine = scanner.module_exports()
+        changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
+        exports.update({name: mine for name in changed})
+        return changed
+
+    for rel, path in files:
+        data, total = _read(scan, rel, path, total)
+        if data is None:
             continue
         scan.files += 1
-        if b"megatron" not in data:
-            continue
-        try:
-            uses, sets = scan_source(data, rel, own)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
-            continue
+        imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
+        if imported:
+            importers[rel] = (data, imported)
+        if b"megatron" in data:
+            scan_one(rel, data, None)
+    changed = set(exports)
+    for _round in range(_REEXPORT_ROUNDS):
+        now: set = set()
+        for rel, (data, imported) in importers.items():
+            if imported & changed:
+                now |= scan_one(rel, data, exports)
+        changed = now
+        if not changed:
+            break
+    for rel, _path in files:
+        uses, sets = per_file.get(rel, ((), set()))
         if uses:
             scan.megatron_files += 1
         scan.uses.extend(uses)
