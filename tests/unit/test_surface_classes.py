@@ -264,3 +264,76 @@ def test_names_re_exported_through_project_modules_are_followed(tmp_path, wheels
         "pkg/fine.py": "from pkg.helper import mpu\nmpu.get_tensor_model_parallel_rank()\n",
     })
     assert where(report) == {(f"pkg/{name}.py", 2, c.MISSING_NAME) for name in ("direct", "use", "rel")}
+
+
+# ---- issue 17 item 9: uses that were not checked ---------------------------------------------------------------
+def test_names_from_a_megatron_star_import_and_dunder_import_are_checked(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.parallel_state import *
+        def f(local):
+            get_tensor_model_parallel_rank()
+            get_tensor_and_expert_parallel_rank()
+            print(local, len([]))
+        ps = __import__("megatron.core.gone_module")
+        """, "b.py": """
+        from megatron.core.parallel_state import *
+        from elsewhere import *
+        get_tensor_and_expert_parallel_rank()
+        """})
+    # b.py: the name may come from the other star import, so it is not claimed for megatron
+    assert where(report) == {("a.py", 5, c.MISSING_NAME), ("a.py", 7, c.MISSING_MODULE)}
+
+
+# ---- issue 17 low: shadowing ------------------------------------------------------------------------------------
+SHADOWED = {
+    "comprehension": """
+        [mpu.get_tensor_and_expert_parallel_rank() for mpu in others]
+        """,
+    "module_rebinding": """
+        mpu = Other()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "walrus": """
+        if (mpu := Other()) is not None:
+            mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "match_capture": """
+        match others:
+            case [mpu]:
+                mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "class_body": """
+        class Holder:
+            mpu = Other()
+            mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "del_then_rebind": """
+        del mpu
+        if others:
+            mpu = Other()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHADOWED))
+def test_a_name_shadowed_by_a_local_binding_is_not_megatron(tmp_path, wheels, case):
+    head = "from megatron.core import mpu\nfrom x import Other, others\n"
+    report = gate(tmp_path, wheels, {"a.py": head + SHADOWED[case].strip("\n").replace("\n        ", "\n")
+                                     .removeprefix("        ")})
+    assert where(report) == set()
+
+
+def test_shadowing_is_scoped(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from x import others
+        ranks = [m for mpu in others for m in [mpu]]
+        class Holder:
+            mpu = None
+            def rank(self):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    # the method body does not see the class attribute; the comprehension's mpu does not leak
+    assert where(report) == {("a.py", 8, c.MISSING_NAME), ("a.py", 9, c.MISSING_NAME)}

@@ -8,6 +8,7 @@ Python's scoping: imports inside functions, parameters and local assignments tha
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 import re
 import warnings
@@ -74,6 +75,9 @@ class _FileScanner:
         self.forwarders = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                            and _only_splats(n.args)}
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
+        self.stars: list[str] = []  # ``from megatron.x import *`` modules
+        self.foreign_star = False  # a star import from anywhere else: a free name may come from there
+        self.class_scope: list[bool] = []
         self.scopes: list[dict] = []
         self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
         self.guards: list[tuple] = []
@@ -83,20 +87,32 @@ class _FileScanner:
         self.uses: list[Use] = []
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
+        self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
         self.block(tree.body)
 
-    def enter(self, scope: dict) -> None:
+    def enter(self, scope: dict, is_class: bool = False) -> None:
+        """A new scope; a function's body does not see the class bodies around it (Python's rule)."""
+        outer = next((b for b, c in zip(reversed(self.bound), reversed(self.class_scope)) if not c), set())
+        if is_class and self.bound:
+            outer = self.bound[-1]
         self.scopes.append(scope)
-        outer = self.bound[-1] if self.bound else set()
+        self.class_scope.append(is_class)
         self.bound.append((outer - set(scope)) | {n for n, v in scope.items() if v})
 
     def leave(self) -> None:
         self.scopes.pop()
+        self.class_scope.pop()
         self.bound.pop()
 
     # ---- names ---------------------------------------------------------------------------------------------
+    def visible(self):
+        """The scopes a name is looked up in, innermost first: class bodies only when they are innermost."""
+        for index in range(len(self.scopes) - 1, -1, -1):
+            if not self.class_scope[index] or index == len(self.scopes) - 1:
+                yield self.scopes[index]
+
     def lookup(self, name: str):
-        for scope in reversed(self.scopes):
+        for scope in self.visible():
             if name in scope:
                 return scope[name]
         return None
@@ -106,23 +122,37 @@ class _FileScanner:
         if not chain:
             return None
         root, _, rest = chain.partition(".")
-        bound = self.lookup(root)
+        bound = self.lookup(root) or self.from_star(root)
         if not bound:
             return None
         return tuple(p + ("." + rest if rest else "") for p in bound)
 
+    def from_star(self, name: str) -> tuple | None:
+        """A name bound nowhere in the file, not a builtin, with only megatron star imports: it comes from them."""
+        if not self.stars or self.foreign_star or name in self.file_names or hasattr(builtins, name) or \
+                any(name in scope for scope in self.visible()):
+            return None
+        return tuple(f"{m}.{name}" for m in self.stars)
+
     def _bindings(self, body: list, params) -> dict:
-        """Names bound in one function (or the module): megatron paths, or None where a local shadows them."""
+        """Names bound in one function, class body or the module: megatron paths, or None where a local shadows
+        them. A statement directly in the body (not under ``if``/``try``) rebinds: ``mpu = Other()`` after
+        ``from megatron.core import mpu`` shadows the import, as does a rebinding after ``del mpu``; branches
+        bind the union (``try: from megatron... import X / except ImportError: X = None``)."""
         scope: dict = {p: None for p in params}
         declared_global: set = set()
+        deleted: set = set()
 
-        def bind(name, value):
-            if value:
+        def bind(name, value, top=False):
+            if top or name in deleted:
+                scope[name] = value or None
+                deleted.discard(name)
+            elif value:
                 scope[name] = tuple(dict.fromkeys((scope.get(name) or ()) + value))
             elif name not in scope:
                 scope[name] = None
 
-        def target(t, value=None):
+        def target(t, value=None, top=False):
             if isinstance(t, ast.Name) and t.id not in declared_global:
                 bound = None
                 chain = dotted(value) if value is not None else None
@@ -130,51 +160,79 @@ class _FileScanner:
                     root, _, rest = chain.partition(".")
                     base = scope.get(root) if root in scope else self.lookup(root)
                     bound = tuple(p + ("." + rest if rest else "") for p in base) if base else None
-                bind(t.id, bound)
+                bind(t.id, bound, top and not _is_none(value))
             elif isinstance(t, (ast.Tuple, ast.List)):
                 for e in t.elts:
-                    target(e.value if isinstance(e, ast.Starred) else e)
+                    target(e.value if isinstance(e, ast.Starred) else e, top=top)
 
-        def walk(stmts):
+        def expressions(s, top):
+            """Walrus targets in a statement's own expressions (not in nested defs or lambdas); the test of an
+            ``if`` directly in the body always runs, so its walrus rebinds."""
+            stack = [v for f, v in ast.iter_fields(s) if f not in _BLOCKS]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, list):
+                    stack.extend(node)
+                elif isinstance(node, ast.NamedExpr):
+                    target(node.target, node.value, top)
+                    stack.append(node.value)
+                elif isinstance(node, ast.AST) and not isinstance(node, (ast.Lambda, ast.stmt)):
+                    stack.extend(v for _f, v in ast.iter_fields(node))
+
+        def walk(stmts, top):
             for s in stmts:
+                if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    expressions(s, top)
                 if isinstance(s, ast.Global):
                     declared_global.update(s.names)
+                elif isinstance(s, ast.Delete):
+                    deleted.update(t.id for t in s.targets if isinstance(t, ast.Name))
                 elif isinstance(s, ast.Import):
                     for a in s.names:
                         if a.asname:
-                            bind(a.asname, (a.name,) if _is_megatron(a.name) else None)
+                            bind(a.asname, (a.name,) if _is_megatron(a.name) else None, top)
                         else:
-                            top = a.name.split(".")[0]
-                            bind(top, (top,) if top == "megatron" else None)
+                            head = a.name.split(".")[0]
+                            bind(head, (head,) if head == "megatron" else None, top)
                 elif isinstance(s, ast.ImportFrom):
                     exported = self.exports.get(self.absolute(s)) or {}
+                    megatron = s.level == 0 and _is_megatron(s.module)
                     for a in s.names:
                         if a.name != "*":
-                            ok = s.level == 0 and _is_megatron(s.module)
-                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if ok else exported.get(a.name))
+                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if megatron else exported.get(a.name),
+                                 top)
+                        elif megatron:
+                            self.stars.append(s.module)
+                        else:
+                            self.foreign_star = True
                 elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    bind(s.name, None)
+                    bind(s.name, None, top)
                 elif isinstance(s, ast.Assign):
                     for t in s.targets:
-                        target(t, s.value)
+                        target(t, s.value, top)
                 elif isinstance(s, (ast.AnnAssign, ast.AugAssign)):
-                    target(s.target, getattr(s, "value", None) if isinstance(s, ast.AnnAssign) else None)
+                    value = getattr(s, "value", None) if isinstance(s, ast.AnnAssign) else None
+                    target(s.target, value, top and value is not None)
                 elif isinstance(s, (ast.For, ast.AsyncFor)):
-                    target(s.target)
+                    target(s.target, top=top)
                 elif isinstance(s, (ast.With, ast.AsyncWith)):
                     for item in s.items:
                         if item.optional_vars is not None:
-                            target(item.optional_vars)
+                            target(item.optional_vars, top=top)
                 for child in ("body", "orelse", "finalbody"):
                     if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        walk(getattr(s, child, []) or [])
+                        walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
                 for handler in getattr(s, "handlers", []) or []:
                     if handler.name:
                         bind(handler.name, None)
-                    walk(handler.body)
+                    walk(handler.body, False)
                 for case in getattr(s, "cases", []) or []:
-                    walk(case.body)
-        walk(body)
+                    for node in ast.walk(case.pattern):
+                        for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                            if isinstance(name, str):
+                                bind(name, None, True)  # a capture: what the case body sees
+                    walk(case.body, False)
+        walk(body, True)
         return scope
 
     def absolute(self, s: ast.ImportFrom) -> str:
@@ -337,7 +395,9 @@ class _FileScanner:
             bases = [self.paths(b) for b in s.bases]
             self.bases.append(next((b for b in bases if b), None))
             self.class_names.append(s.name)
+            self.enter(self._bindings(s.body, ()), is_class=True)
             self.block(s.body)
+            self.leave()
             self.class_names.pop()
             self.bases.pop()
         elif isinstance(s, (ast.For, ast.AsyncFor)):
@@ -420,9 +480,29 @@ class _FileScanner:
             for d in e.args.defaults:
                 self.expr(d)
             self.function(e, e.body)
+        elif isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            self.comprehension(e)
+        elif isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
+            star = self.from_star(e.id)
+            if star:
+                self.record(e, star, "attribute")
         else:
             for child in ast.iter_child_nodes(e):
                 self.expr(child)
+
+    def comprehension(self, e) -> None:
+        """The first iterable runs outside; the targets are local to the comprehension."""
+        self.expr(e.generators[0].iter)
+        names = {n.id for gen in e.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        self.enter(dict.fromkeys(names))
+        for index, gen in enumerate(e.generators):
+            if index:
+                self.expr(gen.iter)
+            for cond in gen.ifs:
+                self.expr(cond)
+        for part in (e.key, e.value) if isinstance(e, ast.DictComp) else (e.elt,):
+            self.expr(part)
+        self.leave()
 
     def call(self, e: ast.Call) -> None:
         name = dotted(e.func) or ""
@@ -443,9 +523,10 @@ class _FileScanner:
             probed = self.paths(args[0])
             for p in probed or ():
                 self.sig_probed[-1].add(p[: -len(".__init__")] if p.endswith(".__init__") else p)
-        elif tail == "import_module" and args and isinstance(args[0], ast.Constant) \
+        elif tail in ("import_module", "__import__") and args and isinstance(args[0], ast.Constant) \
                 and _is_megatron(str(args[0].value)):
-            self.record(e, (str(args[0].value),), "module", via="importlib.import_module")
+            self.record(e, (str(args[0].value),), "module",
+                        via="importlib.import_module" if tail == "import_module" else "__import__")
         elif tail == "partial" and args:
             target = self.paths(args[0])
             if target:
@@ -483,6 +564,36 @@ class _FileScanner:
                     keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via)
+
+
+def _bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name the file binds in any scope (stores, defs, classes, parameters, imports, captures)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        for attr in ("name", "rest"):
+            value = getattr(node, attr, None) if type(node).__name__.startswith("Match") else None
+            if isinstance(value, str):
+                names.add(value)
+    return names
+
+
+_BLOCKS = {"body", "orelse", "finalbody", "handlers", "cases"}
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _only_splats(args: ast.arguments) -> bool:
