@@ -337,3 +337,39 @@ def test_shadowing_is_scoped(tmp_path, wheels):
         """})
     # the method body does not see the class attribute; the comprehension's mpu does not leak
     assert where(report) == {("a.py", 8, c.MISSING_NAME), ("a.py", 9, c.MISSING_NAME)}
+
+
+# ---- 8: messages ------------------------------------------------------------------------------------------------
+def test_a_missing_required_argument_is_described_as_one(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.ddp import DistributedDataParallel
+        DistributedDataParallel(None, module=None)
+        """})
+    (finding,) = report.findings
+    assert (finding.kind, finding.name) == (c.MISSING_REQUIRED, "megatron.core.ddp.DistributedDataParallel(ddp_config=)")
+    assert "ddp_config" not in finding.close
+    assert "ddp_config is required from 0.4.0 (the call works up to 0.3.0)" in finding.instead
+    assert "removed" not in finding.instead
+
+
+def test_uses_through_an_alias_of_a_missing_attribute_point_at_the_read(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"v.py": """
+        import megatron.core.parallel_state as ps
+        def reuse():
+            original = ps.get_tensor_and_expert_parallel_rank
+            print(original.__name__)
+            return original.__globals__
+        """})
+    assert [(f.line, f.also_at) for f in report.findings] == [(4, [5, 6])]
+
+
+# ---- 10: --against matches by location and use -----------------------------------------------------------------
+def test_against_matches_a_failure_whose_shape_changed(tmp_path, wheels):
+    gone = {**OLD, "megatron/core/strategies/base.py": None}
+    older = make_wheel(tmp_path / "w", "0.2.0", {**OLD, "megatron/core/strategies/base.py": "X = 1\n"})
+    project = make_project(tmp_path / "proj", {"a.py": "from megatron.core.strategies.base import Strategy\n"})
+    newer = make_wheel(tmp_path / "w", "0.5.0", gone)
+    report = surface_gate(str(newer), project, against=str(older))
+    (finding,) = report.findings
+    # missing name on the older release, missing module on the newer: the same failure of the same import
+    assert finding.kind == c.MISSING_MODULE and finding.on_against is True and report.exit_code == 0

@@ -163,6 +163,8 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
     if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
         raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
     names = {wanted, failing.split("(")[0]} | set(failing.split("(")[0].split("."))
+    if use.how in ("attribute", "call") and kind in (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER):
+        names |= set(use.name.split("."))  # ``if Old is not None: Old()`` protects any failure on Old's way
     for guard in use.guards:
         gkind, line, detail, note = guard
         if gkind in (g.FALLBACK, g.PROBE_ELSE):
@@ -194,7 +196,10 @@ def check(scan, surface: Surface) -> list[Finding]:
         for failure in failures:
             guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
             first = import_failures.get((use.path, failure.name))
-            if first is not None and use.how not in ("module", "import"):
+            through = use.how in ("attribute", "call") and use.name.startswith(failure.name + ".")
+            folds = use.how not in ("module", "import") if first is not None and first.use in ("module", "import") \
+                else through
+            if first is not None and folds and (not first.guarded or guard is not None):
                 if use.line != first.line and use.line not in first.also_at:
                     first.also_at.append(use.line)
                 continue
@@ -205,8 +210,8 @@ def check(scan, surface: Surface) -> list[Finding]:
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
                               failure.detail, use=use.how, _use=use, _failure=failure)
             findings[key] = finding
-            if use.how in ("module", "import"):
-                import_failures[(use.path, failure.name)] = finding
+            if use.how in ("module", "import") or use.name == failure.name:
+                import_failures[(use.path, failure.name)] = finding  # later uses through an alias point here
         if not failures:
             for note in notes:
                 key = (use.path, use.line, use.name, DEPRECATED)
@@ -249,6 +254,7 @@ def suggest(finding: Finding, surface: Surface) -> list[str]:
     else:
         for t in res.targets:
             pool |= set(surface.names_in(t))
+    pool.discard(wanted)  # "missing required argument x": x itself is no alternative
     return difflib.get_close_matches(wanted, sorted(pool), n=3, cutoff=0.6)
 
 

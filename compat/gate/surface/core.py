@@ -13,6 +13,7 @@ from .cache import model_for, release_models
 from .lookup import Surface
 from .project import ProjectScan, scan_project
 
+_NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
 _BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*\S*\s*$")
 
 
@@ -89,7 +90,7 @@ def enrich(findings: list, surface: Surface, releases: dict, candidate_version: 
         if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
                 and not f.history.get("works_in")):
             f.kind = c.NOT_SHIPPED
-            f.instead = f"no megatron-core wheel we know ships {f.name}"
+            f.instead = f"none of the {len(releases)} cached megatron-core wheels ships {f.name}"
             continue
         f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
 
@@ -98,10 +99,18 @@ def describe(f) -> str:
     parts = []
     if f.kind == c.NOT_SHIPPED:
         works = f.history.get("works_in")
-        parts.append(f"ships in the wheel in {', '.join(works)}" if works else "no known wheel ships it")
+        parts.append(f"ships in the wheel in {', '.join(works)}" if works else "no cached wheel ships it")
     if f.close:
         parts.append("close: " + ", ".join(f.close))
     h = f.history
+    if f.kind == c.MISSING_REQUIRED and ("removed_in" in h or "added_in" in h):
+        # what changed is the parameter, not the callable: it became required (or stopped being required)
+        param = f._failure.wanted if f._failure else "it"
+        if "removed_in" in h:
+            parts.append(f"{param} is required from {h['removed_in']} (the call works up to {h['last_in']})")
+        else:
+            parts.append(f"the call works from {h['added_in']}")
+        h = {k: v for k, v in h.items() if k not in ("removed_in", "added_in", "last_in")}
     if "removed_in" in h:
         parts.append(f"last in {h['last_in']}, removed in {h['removed_in']}")
     if "deprecated_in" in h:
@@ -109,15 +118,20 @@ def describe(f) -> str:
     if "added_in" in h:
         parts.append(f"added in {h['added_in']}")
     if h.get("works_in") and not any(k in h for k in ("removed_in", "added_in", "deprecated_in")) \
-            and f.kind != c.NOT_SHIPPED:
+            and f.kind != c.NOT_SHIPPED and not (f.kind == c.MISSING_REQUIRED and f.history.get("removed_in")):
         parts.append(f"works in {', '.join(h['works_in'])}")
     if "works_in" in h and not h["works_in"] and f.kind != c.NOT_SHIPPED:
-        parts.append("in no known release")
+        parts.append("works in none of the cached releases")  # the cache, not every release there is
     return "; ".join(parts)
 
 
-def mark_against(findings: list, baseline: Surface | None) -> None:
-    """``on_against``: the same failure exists on the --against release (not caused by this candidate)."""
+def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> None:
+    """``on_against``: the same failure exists on the --against release (not caused by this candidate). A failure
+    by name is matched by location: any use on that line failing by name there (a missing name that became a
+    missing module is the same failure)."""
+    at: dict = {}
+    for use in uses:
+        at.setdefault((use.path, use.line), []).append(use)
     for f in findings:
         if baseline is None or f._use is None:
             f.on_against = None
@@ -125,6 +139,9 @@ def mark_against(findings: list, baseline: Surface | None) -> None:
         failures, notes = c.evaluate(f._use, baseline)
         if f.kind == c.DEPRECATED:
             f.on_against = bool(notes) and not failures
+        elif f.kind in _NAME_KINDS:
+            f.on_against = any(x.kind in _NAME_KINDS for u in at.get((f._use.path, f._use.line), [f._use])
+                               for x in c.evaluate(u, baseline)[0])
         else:
             f.on_against = any(x.name == f.name and x.kind == f.kind for x in failures)
 
@@ -134,7 +151,7 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     surface = Surface(model)
     findings = c.check(scan, surface)
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
-    mark_against(findings, baseline)
+    mark_against(findings, baseline, scan.uses)
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):
         notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "
