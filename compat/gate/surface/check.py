@@ -61,32 +61,36 @@ class Finding:
         return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
 
 
-def _accepts(sig: dict, keyword: str) -> bool:
-    return bool(sig["kw"]) or any(p[0] == keyword and p[1] in (1, 2) for p in sig["p"])
+class _Params:
+    """One signature, indexed by parameter name once, so that a call is checked in time linear in its keywords."""
 
+    def __init__(self, sig: dict):
+        self.sig = sig
+        self.by_name = {}
+        for index, (name, kind, _default) in enumerate(sig["p"]):
+            self.by_name.setdefault(name, (index, kind))
 
-def _positional_capacity(sig: dict) -> int | None:
-    return None if sig["va"] else sum(1 for p in sig["p"] if p[1] in (0, 1))
+    def accepts(self, keyword: str) -> bool:
+        return bool(self.sig["kw"]) or self.by_name.get(keyword, (0, 0))[1] in (1, 2)
 
+    def positional_index(self, keyword: str) -> int | None:
+        index, kind = self.by_name.get(keyword, (None, None))
+        return index if kind == 1 else None
 
-def _positional_index(sig: dict, keyword: str) -> int | None:
-    for index, (name, kind, _default) in enumerate(sig["p"]):
-        if name == keyword and kind == 1:
-            return index
-    return None
+    def positional_capacity(self) -> int | None:
+        return None if self.sig["va"] else sum(1 for p in self.sig["p"] if p[1] in (0, 1))
 
-
-def _missing_required(sig: dict, positional: int, keywords: tuple) -> list:
-    missing = []
-    for index, (name, kind, has_default) in enumerate(p for p in sig["p"]):
-        if has_default:
-            continue
-        if kind in (0, 1) and index < positional:
-            continue
-        if kind != 0 and name in keywords:
-            continue
-        missing.append(name)
-    return missing
+    def missing_required(self, positional: int, keywords: set) -> list:
+        missing = []
+        for index, (name, kind, has_default) in enumerate(self.sig["p"]):
+            if has_default:
+                continue
+            if kind in (0, 1) and index < positional:
+                continue
+            if kind != 0 and name in keywords:
+                continue
+            missing.append(name)
+        return missing
 
 
 def evaluate(use, surface: Surface) -> tuple[list, list]:
@@ -122,27 +126,28 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     if use.how != "call":
         return [], notes
     targets = [_after_in_mro(t, surface) for t in res.targets] if use.via == SUPER_AFTER else res.targets
-    sigs = [surface.call_signature(t) for t in targets]
-    if not sigs or any(s is None for s in sigs):
+    raw = [surface.call_signature(t) for t in targets]
+    if not raw or any(s is None for s in raw):
         return [], notes
+    sigs = [_params(surface, s) for s in raw]
     failures = []
     lines = dict(zip(use.keywords, use.keyword_lines))
     for keyword in use.keywords:
-        if not any(_accepts(s, keyword) for s in sigs):
+        if not any(s.accepts(keyword) for s in sigs):
             failures.append(Failure(UNEXPECTED_KEYWORD, f"{name}({keyword}=)", name, keyword, line=lines.get(keyword)))
     if use.positional is not None:
         for keyword in use.keywords:
-            if all(_positional_index(s, keyword) is not None and _positional_index(s, keyword) < use.positional
-                   for s in sigs):
+            indexes = [s.positional_index(keyword) for s in sigs]
+            if all(i is not None and i < use.positional for i in indexes):
                 failures.append(Failure(GIVEN_TWICE, f"{name}({keyword}=)", name, keyword,
-                                        f"argument {_positional_index(sigs[0], keyword) + 1} is also {keyword}",
-                                        line=lines.get(keyword)))
-        capacities = [_positional_capacity(s) for s in sigs]
+                                        f"argument {indexes[0] + 1} is also {keyword}", line=lines.get(keyword)))
+        capacities = [s.positional_capacity() for s in sigs]
         if all(c is not None and use.positional > c for c in capacities):
             failures.append(Failure(TOO_MANY_POSITIONAL, f"{name}(…)", name, "",
                                     f"{use.positional} given, at most {max(capacities)} accepted"))
         if not use.splat:
-            missing = [_missing_required(s, use.positional, use.keywords) for s in sigs]
+            given = set(use.keywords)
+            missing = [s.missing_required(use.positional, given) for s in sigs]
             if all(missing):
                 for param in missing[0]:
                     failures.append(Failure(MISSING_REQUIRED, f"{name}({param}=)", name, param))
@@ -155,6 +160,15 @@ def _after_in_mro(target: Target, surface: Surface) -> Target:
         return OPAQUE
     order = surface.mro(target.name)
     return order[1] if len(order) > 1 and order[1].kind == "class" else OPAQUE
+
+
+def _params(surface: Surface, sig: dict) -> _Params:
+    """The indexed form of a signature the surface returned (signatures are memoised there, so index each once)."""
+    key = ("params", id(sig))
+    known = surface._memo.get(key)
+    if known is None or known.sig is not sig:
+        known = surface._memo[key] = _Params(sig)
+    return known
 
 
 def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> str | None:
@@ -189,6 +203,7 @@ def check(scan, surface: Surface) -> list[Finding]:
     """Every use that fails or is deprecated on ``surface``, de-duplicated, in file and line order."""
     findings: dict[tuple, Finding] = {}
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
+    failing_at: dict[tuple, set] = {}  # (path, line) -> names with a finding there
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
         if _assigned_by_project(use.name, scan.sets):
             continue  # the project assigns this name (or the object it hangs off) itself
@@ -205,11 +220,12 @@ def check(scan, surface: Surface) -> list[Finding]:
                 continue
             line = failure.line or use.line
             key = (use.path, line, failure.name, failure.kind)
-            if key in findings or _under_reported(findings, use, failure):
+            if key in findings or _under_reported(failing_at.get((use.path, use.line), ()), failure.name):
                 continue
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
                               failure.detail, use=use.how, _use=use, _failure=failure)
             findings[key] = finding
+            failing_at.setdefault((use.path, line), set()).add(failure.name)
             if use.how in ("module", "import") or use.name == failure.name:
                 import_failures[(use.path, failure.name)] = finding  # later uses through an alias point here
         if not failures:
@@ -229,56 +245,94 @@ def _assigned_by_project(name: str, sets: set) -> bool:
     return any(".".join(parts[:i]) in sets for i in range(2, len(parts) + 1))
 
 
-def _under_reported(findings: dict, use, failure) -> bool:
+def _under_reported(failing_here, name: str) -> bool:
     """A failure below a name already failing on the same line (``a.b`` missing: do not also report ``a.b.c``)."""
-    for (path, line, name, _kind) in findings:
-        if path == use.path and line == use.line and failure.name.startswith(name + "."):
-            return True
-    return False
+    return any(prefix in failing_here for prefix in _dotted_prefixes(name))
+
+
+def _dotted_prefixes(name: str):
+    """``a.b.c(k=)`` -> ``a``, ``a.b``: the names ``name`` hangs off at a dot (before any call parenthesis)."""
+    end = name.find(".")
+    while end != -1:
+        yield name[:end]
+        end = name.find(".", end + 1)
+
+
+SUGGEST_BUDGET = 1_000_000  # names compared for close matches in one check; past it, findings get none
+SUGGEST_MAX_LENGTH = 200  # a longer missing name or keyword gets no close matches
 
 
 def suggest(finding: Finding, surface: Surface) -> list[str]:
-    """Close names (difflib) in the module or class where the name was looked for, or close keywords."""
+    """Close names (difflib) in the module or class where the name was looked for, or close keywords. The pool of
+    each subject is built once; all suggestions of one check together compare at most ``SUGGEST_BUDGET`` names."""
     failure = finding._failure
-    if failure is None or not failure.wanted or not failure.subject:
+    if failure is None or not failure.wanted or not failure.subject or len(failure.wanted) > SUGGEST_MAX_LENGTH:
         return []
-    wanted, subject = failure.wanted, failure.subject
+    keywords = finding.kind in (UNEXPECTED_KEYWORD, MISSING_REQUIRED)
+    pool = _suggestion_pool(surface, failure.subject, keywords)
+    spent = surface._memo.get("suggest-spent", 0) + len(pool)
+    surface._memo["suggest-spent"] = spent
+    if not pool or spent > SUGGEST_BUDGET:
+        return []
+    others = [name for name in pool if name != failure.wanted]  # "missing required x": x is no alternative
+    return difflib.get_close_matches(failure.wanted, others, n=3, cutoff=0.6)
+
+
+def _suggestion_pool(surface: Surface, subject: str, keywords: bool) -> list[str]:
+    key = ("suggest-pool", subject, keywords)
+    if key in surface._memo:
+        return surface._memo[key]
     res = surface.resolve(subject)
-    if not res.ok:
-        return []
     pool: set[str] = set()
-    if finding.kind in (UNEXPECTED_KEYWORD, MISSING_REQUIRED):
-        for t in res.targets:
-            sig = surface.call_signature(t)
-            pool |= {p[0] for p in (sig or {"p": []})["p"]}
-    else:
-        for t in res.targets:
+    for t in res.targets if res.ok else []:
+        if keywords:
+            pool |= {p[0] for p in (surface.call_signature(t) or {"p": []})["p"]}
+        else:
             pool |= set(surface.names_in(t))
-    pool.discard(wanted)  # "missing required argument x": x itself is no alternative
-    return difflib.get_close_matches(wanted, sorted(pool), n=3, cutoff=0.6)
+    surface._memo[key] = sorted(pool)
+    return surface._memo[key]
+
+
+def by_use(findings: list) -> list[tuple]:
+    """(use, its findings) pairs: a call with many failing keywords is one use with many findings, evaluated once
+    per release rather than once per finding."""
+    groups: dict[int, tuple] = {}
+    for f in findings:
+        if f._use is not None:
+            groups.setdefault(id(f._use), (f._use, []))[1].append(f)
+    return list(groups.values())
+
+
+def histories(findings: list, releases: dict[str, Surface], candidate: str | None) -> dict[int, dict]:
+    """``history`` of every finding, by ``id(finding)``; each use is evaluated once per release."""
+    if not releases:
+        return {}
+    present: dict[int, list] = {id(f): [] for f in findings}
+    groups = by_use(findings)
+    for version, surface in releases.items():
+        for use, group in groups:
+            failures, notes = evaluate(use, surface)
+            failing = {f.name for f in failures}
+            for f in group:
+                works = (not failures and not notes) if f.kind == DEPRECATED else not _blocked(failing, f.name)
+                if works:
+                    present[id(f)].append(version)
+    return {id(f): _history(f, present[id(f)], list(releases), candidate) for f in findings if f._use is not None}
 
 
 def history(finding: Finding, releases: dict[str, Surface], candidate: str | None) -> dict:
     """Which known releases the same use works on, and where it was added or removed relative to the candidate."""
-    use = finding._use
-    if use is None or not releases:
-        return {}
-    present = []
-    for version, surface in releases.items():
-        failures, notes = evaluate(use, surface)
-        if finding.kind == DEPRECATED:
-            if not failures and not notes:
-                present.append(version)
-        elif not any(_blocks(f.name, finding.name) for f in failures):
-            present.append(version)
-    out: dict = {"works_in": _ranges(present, list(releases))}
+    return histories([finding], releases, candidate).get(id(finding), {})
+
+
+def _history(finding: Finding, present: list, ordered: list, candidate: str | None) -> dict:
+    out: dict = {"works_in": _ranges(present, ordered)}
     if not present:
         return out
     try:
         cand = str(_v.parse(candidate)) if candidate else None
     except VersionError:
         cand = None
-    ordered = list(releases)
     if cand is not None:
         newer_present = [v for v in present if _v.is_newer(v, cand)]
         older_present = [v for v in present if not _v.is_newer(v, cand)]
@@ -293,9 +347,12 @@ def history(finding: Finding, releases: dict[str, Surface], candidate: str | Non
     return out
 
 
-def _blocks(failing: str, name: str) -> bool:
-    """A failure of ``failing`` also takes ``name`` down (the same name, or the module/callable it hangs off)."""
-    return name == failing or name.startswith((failing + ".", failing + "("))
+def _blocked(failing: set, name: str) -> bool:
+    """A failure in ``failing`` also takes ``name`` down: the same name, or the module/callable it hangs off."""
+    if name in failing:
+        return True
+    lengths = {len(f) for f in failing}  # only prefixes of these lengths can match (a long name costs no more)
+    return any(n < len(name) and name[n] in ".(" and name[:n] in failing for n in lengths)
 
 
 def _ranges(present: list, ordered: list) -> list[str]:

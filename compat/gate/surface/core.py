@@ -83,9 +83,10 @@ def enrich(findings: list, surface: Surface, releases: dict, candidate_version: 
     A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
     module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
     what it has, so nothing is promoted there."""
+    histories = c.histories(findings, releases, candidate_version)
     for f in findings:
         f.close = c.suggest(f, surface)
-        f.history = c.history(f, releases, candidate_version) if releases else {}
+        f.history = histories.get(id(f), {})
         top = ".".join(f.name.split(".")[:2])
         if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
                 and not f.history.get("works_in")):
@@ -133,17 +134,23 @@ def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> N
     for use in uses:
         at.setdefault((use.path, use.line), []).append(use)
     for f in findings:
-        if baseline is None or f._use is None:
-            f.on_against = None
-            continue
-        failures, notes = c.evaluate(f._use, baseline)
-        if f.kind == c.DEPRECATED:
-            f.on_against = bool(notes) and not failures
-        elif f.kind in _NAME_KINDS:
-            f.on_against = any(x.kind in _NAME_KINDS for u in at.get((f._use.path, f._use.line), [f._use])
-                               for x in c.evaluate(u, baseline)[0])
-        else:
-            f.on_against = any(x.name == f.name and x.kind == f.kind for x in failures)
+        f.on_against = None
+    if baseline is None:
+        return
+    for use, group in c.by_use(findings):  # each use once, however many findings it has
+        failures, notes = c.evaluate(use, baseline)
+        failing = {(x.name, x.kind) for x in failures}
+        by_name_here = None
+        for f in group:
+            if f.kind == c.DEPRECATED:
+                f.on_against = bool(notes) and not failures
+            elif f.kind in _NAME_KINDS:
+                if by_name_here is None:
+                    by_name_here = any(x.kind in _NAME_KINDS for u in at.get((use.path, use.line), [use])
+                                       for x in (failures if u is use else c.evaluate(u, baseline)[0]))
+                f.on_against = by_name_here
+            else:
+                f.on_against = (f.name, f.kind) in failing
 
 
 def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
