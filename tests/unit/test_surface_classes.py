@@ -52,6 +52,16 @@ OLD = {  # 0.3.0
                 pass
         """,
     "megatron/core/old_scheduler.py": "class OptimizerParamScheduler:\n    pass\n",
+    "megatron/core/attention.py": """
+        from megatron.core.module import MegatronModule
+        class SelfAttention(MegatronModule):
+            def __init__(self, config, submodules, layer_number, model_comm_pgs=None):
+                super().__init__(config)
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+            def hook(self, x, y):
+                return x
+        """,
 }
 NEW = {  # 0.4.0: the breaks
     **OLD,
@@ -68,6 +78,16 @@ NEW = {  # 0.4.0: the breaks
         class DistributedDataParallel:
             def __init__(self, config, ddp_config, module):
                 self.module = module
+        """,
+    "megatron/core/attention.py": """
+        from megatron.core.module import MegatronModule
+        class SelfAttention(MegatronModule):
+            def __init__(self, config, submodules, layer_number, pg_collection=None, name=None):
+                super().__init__(config)
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                return hidden_states
+            def hook(self, x):
+                return x
         """,
 }
 
@@ -373,3 +393,38 @@ def test_against_matches_a_failure_whose_shape_changed(tmp_path, wheels):
     (finding,) = report.findings
     # missing name on the older release, missing module on the newer: the same failure of the same import
     assert finding.kind == c.MISSING_MODULE and finding.on_against is True and report.exit_code == 0
+
+
+# ---- callbacks: megatron calls the project's override ---------------------------------------------------------
+def test_overrides_that_cannot_take_what_the_new_base_passes(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def __init__(self, config, submodules, layer_number, model_comm_pgs=None):
+                super().__init__(config, submodules, layer_number)
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+            def hook(self, x, y):
+                return x
+            def helper(self, z):
+                return z
+        class Open(SelfAttention):
+            def forward(self, hidden_states, attention_mask, **kwargs):
+                return hidden_states
+            def hook(self, *args):
+                return args
+        """})
+    got = {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings if f.kind == c.OVERRIDE}
+    assert got == {(4, "__init__(pg_collection=)", False), (4, "__init__(name=)", False),
+                   (6, "forward(attention_bias=)", False), (8, "hook(y=)", False)}
+    assert report.exit_code == 1
+
+
+def test_an_override_on_the_release_it_was_written_for_is_fine(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+        """}, version="0.3.0")
+    assert [f for f in report.findings if f.kind == c.OVERRIDE] == []

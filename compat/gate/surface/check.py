@@ -16,11 +16,12 @@ MISSING_MEMBER = "missing member"
 UNEXPECTED_KEYWORD = "unexpected keyword"
 MISSING_REQUIRED = "missing required argument"
 TOO_MANY_POSITIONAL = "too many positional arguments"
+OVERRIDE = "override signature"  # megatron calls a project override with what it cannot take
 GIVEN_TWICE = "argument given twice"  # a positional argument now lands on a parameter also passed by keyword
 DEPRECATED = "deprecated"
 NOT_SHIPPED = "not shipped in the wheel"
 BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
-            GIVEN_TWICE)
+            GIVEN_TWICE, OVERRIDE)
 KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
            UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
@@ -205,6 +206,8 @@ def check(scan, surface: Surface) -> list[Finding]:
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
     failing_at: dict[tuple, set] = {}  # (path, line) -> names with a finding there
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
+        if use.how == "override":
+            continue  # the other direction: overrides.py
         if _assigned_by_project(use.name, scan.sets):
             continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)

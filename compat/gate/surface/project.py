@@ -18,7 +18,7 @@ from pathlib import Path
 from ...archive import read_file
 from ...errors import CandidateError, CompatError
 from . import guards as g
-from .model import dotted
+from .model import dotted, signature
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -47,6 +47,7 @@ class Use:
     positional: int | None = None  # None: a *args splat, or not a call
     splat: bool = False  # a **kwargs splat
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
+    sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
 
 
 @dataclass
@@ -395,6 +396,8 @@ class _FileScanner:
             bases = [self.paths(b) for b in s.bases]
             self.bases.append(next((b for b in bases if b), None))
             self.class_names.append(s.name)
+            if self.bases[-1]:
+                self.overrides(s, self.bases[-1])
             self.enter(self._bindings(s.body, ()), is_class=True)
             self.block(s.body)
             self.leave()
@@ -415,6 +418,16 @@ class _FileScanner:
                     self.stmt(child)
                 else:
                     self.expr(child)
+
+    def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
+        """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
+                    not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
+                            for d in item.decorator_list):
+                self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
+                                     alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
+                                     sig=signature(item.args)))
 
     def forwards(self, value) -> bool:
         """A wrapper that takes only ``*args, **kwargs`` (and so forwards everything to what it wraps)."""
