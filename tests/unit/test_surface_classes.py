@@ -428,3 +428,20 @@ def test_an_override_on_the_release_it_was_written_for_is_fine(tmp_path, wheels)
                 return hidden_states
         """}, version="0.3.0")
     assert [f for f in report.findings if f.kind == c.OVERRIDE] == []
+
+
+# ---- --window markdown: grouped by file, steady rows counted ------------------------------------------------------
+def test_window_table_groups_by_file_and_lists_only_rows_that_change(tmp_path, wheels, capsys):
+    from compat.cli import main
+
+    project = make_project(tmp_path / "proj", {
+        "a.py": "from megatron.core import mpu\nmpu.get_tensor_and_expert_parallel_rank()\nmpu.gone_everywhere()\n",
+        "b.py": "from megatron.core.specs import get_moe_module_spec\nget_moe_module_spec(moe_use_legacy_grouped_gemm=1)\n",
+    })
+    assert main(["gate", "--project", str(project), "--window", "0.3.0..0.4.0"]) == 1
+    text = capsys.readouterr().out
+    assert "### `a.py`" in text and "### `b.py`" in text
+    assert "get_tensor_and_expert_parallel_rank" in text and "gone_everywhere" not in text
+    assert "1 uses fail the same way on every release" in text
+    main(["gate", "--project", str(project), "--window", "0.3.0..0.4.0", "--all-rows"])
+    assert "gone_everywhere" in capsys.readouterr().out
