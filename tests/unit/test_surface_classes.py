@@ -445,3 +445,30 @@ def test_window_table_groups_by_file_and_lists_only_rows_that_change(tmp_path, w
     assert "1 uses fail the same way on every release" in text
     main(["gate", "--project", str(project), "--window", "0.3.0..0.4.0", "--all-rows"])
     assert "gone_everywhere" in capsys.readouterr().out
+
+
+# ---- 10: dead branches of a probe, compiled extensions of a checkout ---------------------------------------------
+def test_a_branch_that_runs_only_where_a_probed_member_exists_is_dead_without_it(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from megatron.core.module import MegatronModule
+        def split(kind):
+            if kind == getattr(MegatronModule, "gone_kind", None):
+                return mpu.get_tensor_and_expert_parallel_rank()
+            if hasattr(mpu, "get_tensor_model_parallel_rank"):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert {(f.line, f.guarded) for f in report.findings} == {(5, True), (6, True), (8, False)}  # 5: the probe itself
+
+
+def test_a_checkouts_unbuilt_extension_modules_are_not_missing(tmp_path, wheels):
+    tree = make_project(tmp_path / "checkout", {**{k: v for k, v in OLD.items() if v is not None},
+                                                "megatron/core/datasets/__init__.py": "",
+                                                "megatron/core/datasets/helpers.cpp": "int x;\n",
+                                                "megatron/core/datasets/Makefile": "LIBNAME = helpers_cpp\n"})
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core.datasets import helpers_cpp
+        from megatron.core.datasets import helpers_gone
+        """})
+    report = surface_gate(str(tree), project)
+    assert {(f.line, f.kind) for f in report.findings} == {(3, c.MISSING_NAME)}

@@ -187,6 +187,8 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
                 what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
                 return f"{gkind} that is not taken: {what} at line {line} resolve"
             continue
+        if gkind == g.PROBE_TAKEN and detail and not all(_resolves(surface, name) for name in detail):
+            return f"{gkind} that is not taken: the probe at line {line} finds nothing here"
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
             return f"{what} (line {line})" + (f"; {note}" if note else "")

@@ -25,6 +25,7 @@ TYPE_CHECKING = "TYPE_CHECKING"
 DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
 PROBE_ELSE = "fallback of a hasattr/getattr probe"
+PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
 
 _CATCH_ALL = {"Exception", "BaseException"}
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
@@ -66,6 +67,8 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
     if kind == FLAG:  # runs only where the flag's imports resolve: protects failures of those names only
         return raised in ("import", "attribute") and any(d == n or d.startswith(n + ".")
                                                          for d in detail for n in names if "." in n)
+    if kind == PROBE_TAKEN:
+        return bool({d.rsplit(".", 1)[-1] for d in detail} & names)
     return kind not in (FALLBACK, PROBE_ELSE)  # fallbacks are decided against the candidate (check.py)
 
 

@@ -291,8 +291,8 @@ class _FileScanner:
         probed = self.probed_paths(test.operand if negated else test) if guard[0] == g.PROBE else ()
         if not probed:
             return guard, guard
-        fallback = (g.PROBE_ELSE, probed)
-        return (fallback, guard) if negated else (guard, fallback)
+        fallback, taken = (g.PROBE_ELSE, probed), (g.PROBE_TAKEN, probed)
+        return (fallback, taken) if negated else (taken, fallback)
 
     def flag_branches(self, test) -> tuple | None:
         """``if HAVE_X:`` / ``if not use_old:`` / ``if HAVE_X and ...:`` on an import flag (see guards.import_flags)."""
@@ -314,7 +314,14 @@ class _FileScanner:
         return (when_false, when_true) if negated else (when_true, when_false)
 
     def probed_paths(self, test) -> tuple:
-        """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test: the megatron names it asks about."""
+        """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test, or ``y == getattr(E, "x", None)``:
+        the megatron names it asks about (the branch runs only where they exist)."""
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.In)):
+            for side in (test.left, test.comparators[0]):
+                if isinstance(side, ast.Call) and (dotted(side.func) or "") == "getattr" and len(side.args) == 3 \
+                        and isinstance(side.args[2], ast.Constant) and side.args[2].value is None:
+                    return self.probed_paths(side)
+            return ()
         if not (isinstance(test, ast.Call) and (dotted(test.func) or "").split(".")[-1] in ("hasattr", "getattr")
                 and len(test.args) >= 2 and isinstance(test.args[1], ast.Constant)
                 and isinstance(test.args[1].value, str)):
