@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import io
 import os
+import posixpath
 import re
 import stat
 import tarfile
@@ -19,7 +20,7 @@ import zipfile
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
-from .errors import CandidateError
+from .errors import CandidateError, one_line, shown
 
 MIB = 1 << 20
 MAX_ARCHIVE_BYTES = 256 * MIB  # megatron-core wheels are 1-4 MB, sdists under 20 MB
@@ -41,12 +42,11 @@ _READ_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, OSEr
 
 def _show(path) -> str:
     """A path for a one-line message: repr() escapes newlines and control characters."""
-    text = str(path)
-    return repr(text if len(text) <= 200 else text[:200] + "...")
+    return shown(path)
 
 
 def _flat(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(exc, 300) or type(exc).__name__
 
 
 def read_file(path, limit: int = MAX_MEMBER_BYTES, what: str = "file", *, follow_symlinks: bool = True,
@@ -224,7 +224,7 @@ class Source:
             raise CandidateError(f"{_show(self.label)} has {len(infos)} members, over the {MAX_MEMBERS} cap")
         for info in infos:
             if not info.is_dir():
-                self._members.setdefault(info.filename, info)
+                self._add(_wheel_install_path(info.filename), info)
 
     def _check_zip_directory(self, data: bytes) -> None:
         """zipfile parses the whole central directory into memory: refuse a huge one from its end record first."""
@@ -249,19 +249,30 @@ class Source:
                     if member.offset_data + member.size > MAX_TAR_STREAM_BYTES:  # refused before it is inflated
                         raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap "
                                              f"(member {_show(member.name)} claims {member.size} bytes)")
-                    if not member.isfile() or member.name in self._members:
+                    if not member.isfile():
                         continue
                     body = None
                     if member.size <= MAX_MEMBER_BYTES:
                         handle = tar.extractfile(member)
                         body = handle.read(member.size + 1) if handle else b""
-                    self._members[member.name] = _TarMember(member.size, body)
+                    self._add(member.name, _TarMember(member.size, body))
         except CandidateError:
             raise
         except _StreamCapHit:
             raise CandidateError(f"{_show(self.label)} unpacks past the {MAX_TAR_STREAM_BYTES}-byte cap") from None
         except _READ_ERRORS as exc:
             raise CandidateError(f"{_show(self.label)} is not a readable wheel or sdist: {_flat(exc)}") from None
+
+    def _add(self, raw_name: str, member) -> None:
+        """Keep a member under the path it would be installed at; two members at one path are refused (an
+        installer keeps the last one, a reader might read the first)."""
+        name = posixpath.normpath(raw_name.replace("\\", "/")).lstrip("/")
+        if name in (".", "..") or name.startswith("../"):
+            raise CandidateError(f"{_show(self.label)} has a member outside its root: {_show(raw_name)}")
+        if name in self._members:
+            raise CandidateError(f"{_show(self.label)} has two members at {_show(name)}; an installer keeps only "
+                                 "the last one, so it is not read")
+        self._members[name] = member
 
     # ---- names -------------------------------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -295,9 +306,20 @@ class Source:
         """The prefix under which ``package/`` sits ("" for a wheel or checkout, "name-1.0/" for an sdist)."""
         if self.kind == "tree":
             return "" if _is_real_dir(self.path / package) else None
-        roots = {n[: n.index(package + "/")] for n in self._members if f"{package}/" in n
-                 and (n.startswith(package + "/") or f"/{package}/" in n)}
-        return min(roots, key=len) if roots else None
+        if self.kind == "wheel":
+            project = ""  # a wheel installs from its root (and its .data/purelib, mapped there by _add)
+        else:
+            project = self._sdist_project_dir()
+        for root in (project, project + "src/"):
+            if any(n.startswith(root + package + "/") for n in self._members):
+                return root
+        return None
+
+    def _sdist_project_dir(self) -> str:
+        """Where an installer builds an sdist from: its one top-level directory, or the archive root when the
+        members do not all share one (pip strips a common leading directory only)."""
+        tops = {n.partition("/")[0] if "/" in n else None for n in self._members}
+        return f"{tops.pop()}/" if len(tops) == 1 and None not in tops else ""
 
     def python_files(self, package: str = "megatron") -> list[str]:
         """Every ``.py`` file under ``package/``, as paths relative to the package root (``megatron/core/x.py``)."""
@@ -355,11 +377,21 @@ class Source:
         if self.kind == "wheel":
             meta = next((n for n in self._members if _DIST_INFO_METADATA.fullmatch(n)), None)
         elif self.kind == "sdist":
-            meta = min((n for n in self._members if PurePosixPath(n).name == "PKG-INFO"), key=len, default=None)
+            meta = self._sdist_project_dir() + "PKG-INFO"
+            meta = meta if meta in self._members else None
         if not meta:
             return {}
         headers = HeaderParser().parsestr(self.read(meta, MAX_METADATA_BYTES).decode("utf-8", "replace"))
         return {k: " ".join(str(v).split()) for k, v in headers.items() if k in ("Name", "Version", "Requires-Python")}
+
+
+_WHEEL_DATA = re.compile(r"[^/]+\.data/(?:purelib|platlib)/")
+
+
+def _wheel_install_path(name: str) -> str:
+    """Where a wheel member lands in site-packages: ``x.data/purelib/megatron/...`` lands at ``megatron/...``."""
+    match = _WHEEL_DATA.match(name)
+    return name[match.end():] if match else name
 
 
 def _is_real_dir(path: Path) -> bool:

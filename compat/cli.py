@@ -5,21 +5,54 @@ import argparse
 import io
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-from .errors import CompatError
+from .errors import CompatError, one_line
+
+
+MAX_FROM_BYTES = 1 << 20  # an --from file: a JSON object of config fields
+
+
+class _UsageError(Exception):
+    """Bad arguments found after parsing: exit 2, one line."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value (NaN and Infinity are refused)")
+
+
+def _no_duplicates(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} is given more than once")
+        out[key] = value
+    return out
+
+
+def strict_json(text: str):
+    """json.loads, refusing duplicate keys, NaN, Infinity and numbers that overflow to infinity (ValueError)."""
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
 
 
 def _parse_set(text: str) -> tuple[str, object]:
     key, sep, raw = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"--set expects key=value, got {text!r}")
+        raise argparse.ArgumentTypeError(f"--set expects key=value, got {one_line(text, 200)!r}")
     try:
-        return key.strip(), json.loads(raw)
+        return key.strip(), strict_json(raw)
     except json.JSONDecodeError:
         return key.strip(), raw  # bare words such as optim_grads are strings
+    except ValueError as exc:  # a RecursionError goes on to main: exit 3, "too deeply nested"
+        raise argparse.ArgumentTypeError(f"--set {one_line(key, 200)!r}: {one_line(exc, 300)}") from None
 
 
 CONFIG_CHOICES = ("ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla")
@@ -38,20 +71,27 @@ def _overrides(args, parser) -> dict:
     """--from FILE (a JSON object) under --set k=v; a key given twice with --set is a usage error."""
     out: dict = {}
     if args.from_file:
-        try:
-            data = json.loads(Path(args.from_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            parser.error(f"--from {args.from_file}: {exc}")
-        if not isinstance(data, dict):
-            parser.error(f"--from {args.from_file}: expected a JSON object of config fields")
-        out.update(data)
+        out.update(_from_file(args.from_file))
     seen = set()
     for key, value in args.set or []:
         if key in seen:
-            parser.error(f"--set {key} is given more than once")
+            raise _UsageError(f"--set {one_line(key, 200)} is given more than once")
         seen.add(key)
         out[key] = value
     return out
+
+
+def _from_file(path: str) -> dict:
+    """--from FILE: a bounded read of a regular file (never a FIFO or a device), strict JSON, an object."""
+    from .archive import read_file
+
+    try:
+        data = strict_json(read_file(path, MAX_FROM_BYTES, "--from file", error=_UsageError).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise _UsageError(f"--from {one_line(path, 200)!r}: {one_line(exc, 300)}") from None
+    if not isinstance(data, dict):
+        raise _UsageError(f"--from {one_line(path, 200)!r}: expected a JSON object of config fields")
+    return data
 
 
 def _print(obj, as_json: bool, text: str):
@@ -159,29 +199,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-MAX_ERROR_CHARS = 2000
 TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
 
 
 def message_line(message) -> str:
-    """Any message as one bounded line: newlines joined, other control characters escaped, length capped."""
-    from .gate.markdown import one_line
+    """Any message as one bounded line (``compat.errors.one_line``: linear time, at most MAX_LINE_CHARS shown)."""
+    return one_line(message)
 
-    line = one_line(re.sub(r"[ \t]*[\r\n]+[ \t]*", " ", str(message)))
-    if len(line) > MAX_ERROR_CHARS:  # cut the middle: the cause of an error usually comes last
-        half = MAX_ERROR_CHARS // 2
-        line = f"{line[:half]}...({len(line) - 2 * half} characters left out)...{line[-half:]}"
-    return line
+
+def _usage(message: str) -> int:
+    """Exit 2: a usage error found after parsing, in one line."""
+    return _say("usage error", message, 2)
 
 
 def _error(message: str) -> int:
     """Exit 3: one line on stderr, whatever the message holds (newlines, ANSI escapes, a megabyte of text)."""
+    return _say("error", message, 3)
+
+
+def _say(prefix: str, message: str, code: int) -> int:
     try:
         if sys.stderr is not None:
-            print(f"error: {message_line(message)}", file=sys.stderr, flush=True)
+            print(f"{prefix}: {message_line(message)}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr is gone too: the exit code is all that is left
-    return 3
+    return code
 
 
 class _StdoutFailed(Exception):
@@ -252,6 +294,8 @@ def main(argv=None) -> int:
     _tolerant_streams()
     try:
         return _run(argv)
+    except _UsageError as exc:
+        return _usage(str(exc))
     except CompatError as exc:
         return _error(str(exc))
     except _StdoutFailed as failed:

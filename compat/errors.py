@@ -1,6 +1,39 @@
 """Typed errors and warnings. Every error is a ``CompatError`` (a ``ValueError``)."""
 from __future__ import annotations
 
+import re
+
+MAX_LINE_CHARS = 2000  # what one error line shows of a message
+# C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
+# or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def escape_controls(text: str) -> str:
+    """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
+    return CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def one_line(text, limit: int = MAX_LINE_CHARS) -> str:
+    """Any text as one line of at most about ``limit`` characters, in time linear in its length: runs of
+    whitespace become one blank, other control characters are escaped, and the middle is cut past ``limit`` (the
+    cause of an error usually comes last)."""
+    text, dropped = str(text), 0
+    keep = 4 * limit  # cut first, so that nothing below works on more than a few times what is shown
+    if len(text) > 2 * keep:
+        text, dropped = text[:keep] + text[-keep:], len(text) - 2 * keep
+    line = escape_controls(" ".join(text.split()))
+    if dropped or len(line) > limit:
+        half = min(limit // 2, len(line) // 2)
+        line = f"{line[:half]}...({len(line) - 2 * half + dropped} characters left out)...{line[len(line) - half:]}"
+    return line
+
+
+def shown(text, limit: int = 200) -> str:
+    """A name or value quoted for a message: repr() of it, cut to ``limit`` characters first."""
+    text = str(text)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
 
 class CompatError(ValueError):
     """Base class of every error mcore-compat raises on bad input."""

@@ -5,10 +5,18 @@ It understands ``self.<field>``, constants, tuples/lists/sets of them, ``and``/`
 ``len``, ``isinstance`` (against builtin types), ``bool``, ``int``, ``float``, ``str``, ``any``, ``all``, ``min``,
 ``max``, ``abs``. ``unsupported`` says statically why an expression is outside that language; ``evaluate`` returns
 UNKNOWN whenever a value is missing or an operation fails. Callers skip what is UNKNOWN: nothing is guessed.
+
+Every value the evaluator reads or makes is sized before it is used and before an operation builds its result:
+``size`` is about the length of its ``str()`` (a str its length, an int its digits, a container the sizes of its
+items, shared items counted each time they occur). An operand or a result over MAX_VALUE_SIZE, an int over
+MAX_INT_BITS, or a ``%`` format with a ``*`` or a width or precision over MAX_FORMAT_WIDTH makes the value UNKNOWN,
+so the check is skipped: a candidate's ``'a' * 10000 * 10000``, ``'%0999999999d' % 1`` or a user's 200,000-digit
+int costs microseconds, not gigabytes or seconds.
 """
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 
 from .dtypes import dtype_name
@@ -22,7 +30,66 @@ _BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: l
 _CMPOPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
            ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
-_MAX_SEQUENCE = 10_000  # longest str/list a * may produce
+MAX_VALUE_SIZE = 100_000  # about the characters of str(value): the largest value read or made
+MAX_INT_BITS = 4096  # 1,233 digits; Megatron's checks compare sizes, counts and ratios
+MAX_FORMAT_WIDTH = 1000  # width or precision in a '%' format
+_FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
+
+
+class _TooLarge(Exception):
+    """A value over a size cap: the expression's value is UNKNOWN."""
+
+
+def size(value, limit: int = MAX_VALUE_SIZE) -> int:
+    """About len(str(value)), computed without building it; stops counting (returns > limit) past ``limit``."""
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) + 2
+        elif isinstance(v, bool) or v is None:
+            total += 5
+        elif isinstance(v, int):
+            total += v.bit_length() * 3 // 10 + 2
+        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+            total += 2 + 2 * len(v)
+            if total <= limit:
+                stack.extend(v.items() if isinstance(v, dict) else v)
+        else:  # float, Dtype, UNKNOWN, anything else a user passed: its str is short or not used by the evaluator
+            total += 25
+        if total > limit:
+            return total
+    return total
+
+
+def _bounded(value):
+    """``value`` itself, or _TooLarge when it is over a cap."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise _TooLarge()
+    if isinstance(value, (str, list, tuple, set, frozenset, dict)) and size(value) > MAX_VALUE_SIZE:
+        raise _TooLarge()
+    return value
+
+
+def _result_fits(op: type, left, right) -> bool:
+    """Whether ``left op right`` may be built: its size is bounded from the operands' before it is computed."""
+    if op is ast.Mult:
+        for seq, count in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
+                return count <= 0 or size(seq) * count <= MAX_VALUE_SIZE
+        if isinstance(left, int) and isinstance(right, int):
+            return left.bit_length() + right.bit_length() <= MAX_INT_BITS
+    if op is ast.Add and isinstance(left, (str, list, tuple)):
+        return size(left) + size(right) <= MAX_VALUE_SIZE
+    if op is ast.Mod and isinstance(left, str):
+        widths = 0
+        for match in _FORMAT_SPEC.finditer(left):
+            for number in match.groups():
+                if number == "*" or (number and int(number) > MAX_FORMAT_WIDTH):
+                    return False
+                widths += int(number or 0)
+        return len(left) + widths + size(right) <= MAX_VALUE_SIZE
+    return True
 
 
 class _Unknown:
@@ -129,7 +196,7 @@ def evaluate(text: str, env: dict):
     try:
         return _eval(parse(text), env)
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
-            MemoryError, SyntaxError):
+            MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
 
 
@@ -144,6 +211,10 @@ def truth(value):
 
 
 def _eval(node: ast.expr, env: dict):
+    return _bounded(_value(node, env))
+
+
+def _value(node: ast.expr, env: dict):
     if isinstance(node, ast.Constant):
         return node.value
     if _is_self_field(node):
@@ -174,11 +245,8 @@ def _eval(node: ast.expr, env: dict):
         left, right = _eval(node.left, env), _eval(node.right, env)
         if left is UNKNOWN or right is UNKNOWN or isinstance(left, Dtype) or isinstance(right, Dtype):
             return UNKNOWN
-        if isinstance(node.op, ast.Mult) and (isinstance(left, (str, list, tuple)) or
-                                              isinstance(right, (str, list, tuple))):
-            count = right if isinstance(left, (str, list, tuple)) else left
-            if not isinstance(count, int) or count > _MAX_SEQUENCE:
-                return UNKNOWN
+        if not _result_fits(type(node.op), left, right):
+            return UNKNOWN
         return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env)
@@ -242,8 +310,8 @@ def render(message: str | None, env: dict) -> str | None:
             parts.append(str(piece.value))
             continue
         value = UNKNOWN if unsupported(piece.value) else _safe(piece.value, env)
-        parts.append("{" + ast.unparse(piece.value) + "}" if value is UNKNOWN else
-                     (repr(value) if piece.conversion == ord("r") else str(value)))
+        text = None if value is UNKNOWN else _text(value, piece.conversion == ord("r"))
+        parts.append("{" + ast.unparse(piece.value) + "}" if text is None else text)
     return "".join(parts)
 
 
@@ -254,4 +322,28 @@ def _safe(node, env):
         return UNKNOWN
 
 
-__all__ = ["Dtype", "UNKNOWN", "evaluate", "parse", "render", "truth", "unsupported"]
+def _text(value, as_repr: bool) -> str | None:
+    """str() or repr() of a value that fits in a message, else None (left as its expression)."""
+    if size(value) > MAX_VALUE_SIZE:
+        return None
+    try:
+        return repr(value) if as_repr else str(value)
+    except Exception:  # a user object's own __str__, an int past the str() digit limit
+        return None
+
+
+def shown(value) -> object:
+    """A value as a message may quote it: itself when small, else a short description of it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        return f"<an int of {value.bit_length()} bits>"
+    if size(value, 1000) > 1000:
+        try:
+            count = len(value)
+        except Exception:  # noqa: BLE001  a user object without a usable len()
+            return f"<a large {type(value).__name__}>"
+        return f"<a {type(value).__name__} of {count} items>"
+    return value
+
+
+__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "UNKNOWN", "evaluate", "parse", "render", "shown", "size",
+           "truth", "unsupported"]

@@ -16,6 +16,7 @@ from .archive import open_source
 from .configs import CONFIGS, DDP_PATH, OPTIMIZER_PATH, path_of_class
 from .errors import CandidateError
 from .postinit import post_init_facts
+from .pysource import SourceBudget, parse_source
 
 PACKAGE_INFO_PATH = "megatron/core/package_info.py"
 DDP_CLASS = "DistributedDataParallelConfig"
@@ -27,6 +28,8 @@ OPTIMIZER_FIELDS_OF_INTEREST = (
     "exp_avg_dtype", "exp_avg_sq_dtype", "use_distributed_optimizer", "use_layer_wise_distributed_optimizer",
     "use_layer_wise_param_layout", "overlap_param_gather",
 )
+MAX_FOLDED_BITS = 1024  # a folded default (1 << 30, 2 ** 64) stays far below; past this it is kept as an expression
+MAX_DEFAULT_TEXT = 10_000  # characters of a default kept as an expression
 _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
          ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow}
 __all__ = ["DDP_PATH", "OPTIMIZER_PATH", "extract_candidate", "extract_class", "facts_from_classes", "sha256"]
@@ -38,14 +41,28 @@ def sha256(data: bytes) -> str:
 
 # ------------------------------------------------------------------------------------------------ defaults
 def _literal(node: ast.expr):
-    """ast.literal_eval plus arithmetic on numbers (``1024 * 1024``); raises ValueError when not a literal."""
+    """ast.literal_eval plus arithmetic on numbers (``1024 * 1024``); raises ValueError when not a literal or when
+    a folded int would pass MAX_FOLDED_BITS (its bits are bounded from the operands' before it is computed)."""
     if isinstance(node, ast.BinOp) and type(node.op) in _FOLD:
         left, right = _literal(node.left), _literal(node.right)
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)) or \
-                (isinstance(node.op, ast.Pow) and abs(right) > 64):
-            raise ValueError("not numeric")
+                (isinstance(node.op, ast.Pow) and abs(right) > 64) or _folded_bits(node.op, left, right) > MAX_FOLDED_BITS:
+            raise ValueError("not numeric, or too large to fold")
         return _FOLD[type(node.op)](left, right)
-    return ast.literal_eval(node)
+    value = ast.literal_eval(node)
+    if isinstance(value, int) and value.bit_length() > MAX_FOLDED_BITS:
+        raise ValueError("too large to fold")
+    return value
+
+
+def _folded_bits(op: ast.operator, left, right) -> int:
+    """An upper bound on the bits of ``left op right`` for ints (0 when a float is involved: it overflows)."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return 0
+    bits = max(left.bit_length(), right.bit_length())
+    if isinstance(op, ast.Pow):
+        return left.bit_length() * max(right, 0)
+    return bits + (right.bit_length() if isinstance(op, ast.Mult) else 1)
 
 
 def _default_of(node: ast.expr | None) -> dict:
@@ -114,6 +131,9 @@ def own_fields(cls: ast.ClassDef) -> list[dict]:
         name = item.target.id
         record = {"name": name, "annotation": annotation, **_default_of(item.value), "doc": _field_doc(cls.body, i),
                   "owner": cls.name}
+        if len(record.get("default_expr", "")) > MAX_DEFAULT_TEXT:
+            raise CandidateError(f"the default of {cls.name}.{name} is an expression of {len(record['default_expr'])} "
+                                 f"characters, over the {MAX_DEFAULT_TEXT}-character cap")
         out[name] = record if name not in out else {**record, "doc": record["doc"] or out[name]["doc"]}
     return list(out.values())
 
@@ -135,13 +155,8 @@ def facts_from_classes(mro: list[ast.ClassDef]) -> dict:
             "post_init": post_init_facts(mro, {f["name"]: f["annotation"] for f in fields})}
 
 
-def parse_classes(source: bytes | str, label: str) -> dict[str, ast.ClassDef]:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
-        raise CandidateError(f"cannot parse {label}: {exc}") from None
-    except (RecursionError, MemoryError):
-        raise CandidateError(f"cannot parse {label}: nested too deeply") from None
+def parse_classes(source: bytes | str, label: str, budget: SourceBudget | None = None) -> dict[str, ast.ClassDef]:
+    tree = parse_source(source, label, budget)
     classes: dict[str, ast.ClassDef] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
@@ -154,12 +169,13 @@ class _Files:
 
     def __init__(self, read):
         self.read, self.parsed, self.raw = read, {}, {}
+        self.budget = SourceBudget()
 
     def classes(self, path: str) -> dict[str, ast.ClassDef]:
         if path not in self.parsed:
             data = self.read(path)
             self.raw[path] = data
-            self.parsed[path] = {} if data is None else parse_classes(data, path)
+            self.parsed[path] = {} if data is None else parse_classes(data, path, self.budget)
         return self.parsed[path]
 
     def mro(self, name: str, path: str) -> list[ast.ClassDef] | None:
@@ -205,7 +221,7 @@ def extract_configs(read) -> dict:
 def version_from_package_info(source: bytes) -> str | None:
     """MAJOR.MINOR.PATCH + PRE_RELEASE from package_info.py, by reading its assignments."""
     values = {}
-    for node in ast.parse(source).body:
+    for node in parse_source(source, PACKAGE_INFO_PATH).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 values[node.targets[0].id] = ast.literal_eval(node.value)

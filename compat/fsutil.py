@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +60,17 @@ def atomic_write_text(path, text: str) -> None:
 LOCK_TIMEOUT_S = 300.0
 
 
+_HELD: set = set()  # (device, inode, thread) of the lock files this process's threads hold
+
+
+def same_file(a, b) -> bool:
+    """Whether two paths name one file (through symlinks, hard links or spellings), existing or not."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 @contextlib.contextmanager
 def locked(path, timeout: float = LOCK_TIMEOUT_S):
     """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` for a read-modify-write of ``path``.
@@ -73,15 +85,25 @@ def locked(path, timeout: float = LOCK_TIMEOUT_S):
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
         raise WriteError(f"cannot create the lock file {str(lock_path)!r}: {exc.strerror or exc}") from None
+    key = None
     try:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino, threading.get_ident())
+        if key in _HELD:  # waiting would never end: this process holds it (two arguments naming one file)
+            key = None
+            raise WriteError(f"{str(path)!r} is already locked by this command ({str(lock_path)!r}): is one file "
+                             "named twice? nothing was written")
         deadline = time.monotonic() + timeout
         while not _try_lock(fd):
             if time.monotonic() > deadline:
+                key = None
                 raise WriteError(f"{str(path)!r} stayed locked by another process for {timeout:.0f}s "
                                  f"({str(lock_path)!r}); nothing was written")
             time.sleep(0.05)
+        _HELD.add(key)
         yield
     finally:
+        _HELD.discard(key)
         os.close(fd)  # closing the descriptor releases the lock
 
 

@@ -11,7 +11,7 @@ import sys
 
 from .annotations import parse
 from .errors import ConstraintError
-from .evaluate import UNKNOWN, Dtype, evaluate, render, truth
+from .evaluate import UNKNOWN, Dtype, evaluate, render, shown, truth
 from .registry import Check, Schema
 
 
@@ -90,7 +90,7 @@ def precheck(schema: Schema, kwargs: dict) -> None:
 def _shown(value):
     if isinstance(value, Dtype):
         return value.name
-    return "<unknown>" if value is UNKNOWN else value
+    return "<unknown>" if value is UNKNOWN else shown(value)
 
 
 __all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]

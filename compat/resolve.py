@@ -152,6 +152,9 @@ def resolve(overrides=None, optimizer_config=None, version=None, *, config: str 
     ``prechecks=False`` skips the extracted ``__post_init__`` checks (the kwargs then meet Megatron's own checks).
     """
     reg = registry()
+    if schema is not None and not isinstance(schema, Schema):
+        raise InvalidValueError("schema", type(schema).__name__, "expected a Schema from compat.live_schema, "
+                                "or None for the registry's")
     key = schema.config if schema is not None else config_class(config).key
     if key != "ddp" and optimizer_config is not None:
         raise InvalidValueError("optimizer_config", type(optimizer_config).__name__,

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
-from .errors import CompatError
+from .errors import CompatError, one_line
 from .extract import sha256
 
 MANIFEST = "VENDORED.json"
@@ -122,7 +122,7 @@ def _read_manifest(dest: Path) -> dict | None:
     try:
         manifest = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:
-        raise VendorError(f"{_show(path)}: unreadable {MANIFEST}: {' '.join(str(exc).split())[:200]}") from None
+        raise VendorError(f"{_show(path)}: unreadable {MANIFEST}: {one_line(exc, 200)}") from None
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
         raise VendorError(f"{_show(path)}: not an mcore-compat {MANIFEST} (no 'files' table of path: sha256)")

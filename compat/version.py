@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import UnsupportedVersionError, VersionError
+from .errors import UnsupportedVersionError, VersionError, one_line
 
 DISTRIBUTION = "megatron-core"
 OLDEST_SUPPORTED = Version("0.7.0")
@@ -79,7 +79,7 @@ def _read_package_info(path: Path) -> str | None:
     try:
         return version_from_package_info(data)
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
-        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        detail = one_line(exc, 200) or type(exc).__name__
         raise VersionError(f"cannot read the megatron-core version from {str(path)!r}: {detail}") from None
 
 

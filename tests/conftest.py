@@ -19,6 +19,7 @@ def _index_only_for_network_tests(request, monkeypatch, tmp_path_factory):
     if request.node.get_closest_marker("network") is None:
         monkeypatch.setenv("MCORE_COMPAT_INDEX_URL", UNMARKED_INDEX)
         monkeypatch.setenv("MCORE_COMPAT_CACHE", str(tmp_path_factory.mktemp("empty-cache")))
+        monkeypatch.setenv("MCORE_COMPAT_STATE", str(tmp_path_factory.mktemp("state")))  # the surface cache's key
 
 
 def megatron_core_installed() -> bool:

@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
 DATA = ROOT / "compat" / "data" / "ckpt_lane.json"
+MAX_RESULTS_BYTES = 16 << 20
 
 
 def verdicts(results: dict) -> dict:
@@ -59,7 +60,14 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--out", default=str(DATA))
     args = ap.parse_args(argv)
-    text = render(json.loads(Path(args.results).read_text(encoding="utf-8")))
+    from compat.archive import read_file
+    from compat.errors import CompatError, one_line
+
+    try:
+        text = render(json.loads(read_file(args.results, MAX_RESULTS_BYTES, "results file", error=CompatError)))
+    except (CompatError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        print(f"error: {one_line(f'{args.results}: {type(exc).__name__}: {exc}')}", file=sys.stderr)
+        return 3
     out = Path(args.out)
     if args.check:
         current = out.read_text(encoding="utf-8") if out.exists() else ""

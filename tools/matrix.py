@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:  # `python tools/matrix.py` puts tools/ first, not
     sys.path.insert(0, str(ROOT))
 
 from compat.archive import MIB, read_file  # noqa: E402
-from compat.errors import CompatError  # noqa: E402
+from compat.errors import CompatError, one_line  # noqa: E402
 from compat.fsutil import atomic_write_text, locked  # noqa: E402
 from compat.gate.registry_file import read_registry  # noqa: E402
 from compat.version import parse, sorted_versions  # noqa: E402
@@ -439,7 +439,7 @@ def main(argv=None) -> int:
     try:
         pins = load_matrix(args.path)
     except (MatrixError, CompatError) as exc:
-        print("error: " + " ".join(str(exc).split()), file=sys.stderr)
+        print("error: " + one_line(exc), file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps([dataclasses.asdict(p) for p in pins], indent=2))

@@ -22,9 +22,11 @@ class ReplaceRefusedError(CompatError):
 def accept(report: GateReport, registry_path: Path | None = None, matrix_path: Path | None = None, *,
            replace: bool = False) -> dict:
     """Write the reviewed candidate into the registry and pin it in matrix.yaml (tools.matrix.add_pin)."""
-    from ..fsutil import atomic_write_bytes, atomic_write_text, locked
+    from ..fsutil import atomic_write_bytes, atomic_write_text, locked, same_file
 
     facts, registry_path = report.facts, Path(registry_path or DEFAULT_REGISTRY)
+    if matrix_path is not None and same_file(registry_path, matrix_path):
+        raise CompatError(f"--registry and --matrix both name {str(registry_path)!r}; nothing was written")
     if not facts.get("version"):
         raise CandidateError("cannot accept a candidate without a version (no METADATA, PKG-INFO or package_info.py)")
     version = _v.parse(facts["version"])

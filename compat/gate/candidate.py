@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import refresh
 from .. import version as _v
-from ..errors import CandidateError, CompatError, VersionError
+from ..errors import CandidateError, CompatError, VersionError, one_line
 from ..extract import extract_candidate
 
 _NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
@@ -75,7 +75,7 @@ def read_candidate(path: Path) -> dict:
     except CandidateError as exc:
         if "\n" not in str(exc):
             raise
-        raise CandidateError(" ".join(str(exc).split())) from None  # one line, e.g. tarfile's per-method list
+        raise CandidateError(one_line(exc)) from None  # one line, e.g. tarfile's per-method list
     except CompatError:
         raise
     except Exception as exc:  # an untrusted archive can fail in many ways; none of them deserve a traceback

@@ -6,20 +6,52 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 from __future__ import annotations
 
 from .. import version as _v
-from ..errors import VersionError
+from ..errors import CompatError, VersionError
 from ..registry import load_json
 from .markdown import md_code
 
 VARIANT_NAMES = {"plain": "the plain optimizer", "default": "the API default (no sharding type given)"}
+DATA_NAME = "compat/data/ckpt_lane.json"
+_PAIR_SHAPE = {"saved_on": str, "loaded_on": str, "exact": list, "failures": list, "losses": list}
+_ENTRY_SHAPE = {"failures": ("variant", "side", "message"), "losses": ("variant", "lost", "message")}
+
+
+class CkptLaneDataError(CompatError):
+    """compat/data/ckpt_lane.json does not have the shape tools/ckpt_verdicts.py writes."""
 
 
 def _same(a, b) -> bool:
     return not _v.is_newer(a, b) and not _v.is_newer(b, a)
 
 
+def lane_pairs() -> list[dict]:
+    """The lane's pairs, checked against the shape tools/ckpt_verdicts.py writes (CkptLaneDataError if not)."""
+    try:
+        data = load_json("ckpt_lane.json")
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CkptLaneDataError(f"{DATA_NAME} is unreadable: {exc}") from None
+    pairs = data.get("pairs") if isinstance(data, dict) else None
+    if not isinstance(pairs, list):
+        raise CkptLaneDataError(f"{DATA_NAME} has no list of pairs")
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, dict) or any(not isinstance(pair.get(k), t) for k, t in _PAIR_SHAPE.items()):
+            raise CkptLaneDataError(f"{DATA_NAME}: pair {i} is not an object with {', '.join(_PAIR_SHAPE)}")
+        for key, needed in _ENTRY_SHAPE.items():
+            if any(not isinstance(e, dict) or any(k not in e for k in needed) for e in pair[key]):
+                raise CkptLaneDataError(f"{DATA_NAME}: pair {i} has {key} without {', '.join(needed)}")
+        try:
+            _v.parse(pair["saved_on"]), _v.parse(pair["loaded_on"])
+        except VersionError as exc:
+            raise CkptLaneDataError(f"{DATA_NAME}: pair {i}: {exc}") from None
+    return pairs
+
+
 def lane_verdict(candidate: str | None, against: str) -> dict | None:
     """The lane's pair that loads on ``candidate`` (saved on ``against`` when there is one), or a "not run" record
-    naming the session that would produce it; None when nothing can be said (no version, nothing to pair)."""
+    naming the session that would produce it; None when nothing can be said (no version, nothing to pair).
+    Malformed lane data gives ``{"status": "unreadable", "error": ...}``: the gate still reports, without it."""
     if not candidate:
         return None
     try:
@@ -27,9 +59,9 @@ def lane_verdict(candidate: str | None, against: str) -> dict | None:
     except VersionError:
         return None  # a METADATA version that is not PEP 440: the report shows it as given, escaped
     try:
-        pairs = load_json("ckpt_lane.json")["pairs"]
-    except (OSError, ValueError, KeyError):
-        pairs = []
+        pairs = lane_pairs()
+    except CkptLaneDataError as exc:
+        return {"status": "unreadable", "error": str(exc)}
     into = [p for p in pairs if _same(p["loaded_on"], candidate)]
     if into:
         return {**next((p for p in into if _same(p["saved_on"], against)), into[-1]), "status": "measured"}
@@ -46,7 +78,7 @@ def _names(variants) -> str:
 
 def sentences(verdict: dict | None) -> list[str]:
     """The verdict as report lines, e.g. "checkpoints saved with `dp_reshardable` on 0.18.2 load exactly on 0.19.2"."""
-    if verdict is None:
+    if verdict is None or verdict["status"] == "unreadable":
         return []
     old, new = md_code(verdict["saved_on"]), md_code(verdict["loaded_on"])
     if verdict["status"] == "not run":
@@ -63,7 +95,8 @@ def sentences(verdict: dict | None) -> list[str]:
         what = f"cannot be saved on {old}" if side == "save" else f"saved on {old} cannot be loaded on {new}"
         lines.append(f"{_names(variants)} {what}: {md_code(message)}")
     for loss in verdict["losses"]:
-        lines.append(f"**{_names([loss['variant']])} saved on {old} loses {', '.join(loss['lost'])} when loaded on "
+        lost = ", ".join(md_code(name) for name in loss["lost"])
+        lines.append(f"**{_names([loss['variant']])} saved on {old} loses {lost} when loaded on "
                      f"{new}**: {md_code(loss['message'])}")
     return lines
 

@@ -49,6 +49,11 @@ def cmd_gate(args) -> int:
         return 2
     print(json.dumps(_json_safe(report.to_dict()), indent=1, default=str, allow_nan=False) if args.json
           else report.to_markdown())
+    lane = report.checkpoints()
+    if lane and lane["status"] == "unreadable":  # the report went out without its Checkpoints section
+        from ..cli import message_line
+
+        print(f"warning: {message_line(lane['error'])}; the report has no Checkpoints section", file=sys.stderr)
     return report.exit_code
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import re
 
-# C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
-# or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+from ..errors import escape_controls
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 def one_line(text) -> str:
     """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+    return escape_controls(str(text))
 
 
 def md_text(text) -> str:

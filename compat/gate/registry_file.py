@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import version as _v
 from ..archive import MIB, read_file
-from ..errors import CompatError, VersionError
+from ..errors import CompatError, VersionError, one_line
 
 MAX_REGISTRY_BYTES = 32 * MIB  # the 26 releases take 440 kB
 MAX_TEXT = 100_000  # characters in any one string of the registry (a doc, an annotation)
@@ -28,7 +28,7 @@ def read_registry(path) -> tuple[dict, bytes]:
         data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise RegistryFileError(f"registry {str(path)!r} is not valid JSON: "
-                                f"{' '.join(str(exc).split())[:300] or type(exc).__name__}") from None
+                                f"{one_line(exc, 300) or type(exc).__name__}") from None
     check_registry(data, str(path))
     return data, raw
 

@@ -106,11 +106,27 @@ def deep_member(tmp: Path, depth: int = 30_000) -> dict:
     return _gate(tmp, files, "from megatron.core.utils import unwrap_model\n")
 
 
-def dense_source(tmp: Path, mib: int = 8) -> dict:
-    """One source member of ``mib`` MiB that is one long expression (compresses to kilobytes; parsing it whole
-    took 3.4 GB). The project uses a name defined in it."""
-    body = "X = [" + "1," * (mib << 19) + "]\nY = 1\n"
-    return _gate(tmp, {"megatron/core/dense.py": body}, "from megatron.core.dense import Y\n")
+def _dense(size: int) -> str:
+    """Python of ``size`` bytes that is one long list display: about one token per byte."""
+    return "X = [" + "1," * ((size - 16) // 2) + "]\nY = 1\n"
+
+
+def dense_source(tmp: Path, size: int = (8 << 20) - 64) -> dict:
+    """One source member just under the 8 MiB member cap that is one long expression (compresses to kilobytes;
+    parsing it whole took 3.4 GB). It is over the per-file parse cap: listed as unparsed, its names accepted."""
+    return _gate(tmp, {"megatron/core/dense.py": _dense(size)}, "from megatron.core.dense import Y\nY.anything\n")
+
+
+def dense_at_file_caps(tmp: Path) -> dict:
+    """A file just under the per-file caps (399,990 tokens): parsed, the densest a parsed file can be."""
+    return _gate(tmp, {"megatron/core/dense.py": _dense(399_990)}, "from megatron.core.dense import Y, Z\n")
+
+
+def dense_past_budget(tmp: Path, files: int = 12) -> dict:
+    """``files`` files each just under the per-file caps: together past the 4 M-token budget of one candidate
+    (exit 3), each parsed and dropped in turn."""
+    body = _dense(399_990)
+    return _gate(tmp, {f"megatron/core/dense{i}.py": body for i in range(files)}, "import megatron.core\n")
 
 
 CASES: dict[str, Callable[[Path], dict]] = {
@@ -123,4 +139,6 @@ CASES: dict[str, Callable[[Path], dict]] = {
     "call-with-100000-unknown-keywords": lambda tmp: many_keywords(tmp, 100_000),
     "member-30000-directories-deep": deep_member,
     "dense-8-mib-source-member": dense_source,
+    "dense-source-at-the-file-caps": dense_at_file_caps,
+    "dense-sources-past-the-candidate-budget": dense_past_budget,
 }

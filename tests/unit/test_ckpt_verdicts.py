@@ -72,5 +72,5 @@ def test_gate_reports_a_loss_loudly():
     verdict = {"status": "measured", "saved_on": "0.17.1", "loaded_on": "0.18.2", "exact": [], "failures": [],
                "losses": [{"variant": "dp_reshardable", "lost": ["exp_avg", "exp_avg_sq"], "message": "x `y`"}]}
     (line,) = gate_ckpt.sentences(verdict)
-    assert line.startswith("**`dp_reshardable` saved on `0.17.1` loses exp_avg, exp_avg_sq")
+    assert line.startswith("**`dp_reshardable` saved on `0.17.1` loses `exp_avg`, `exp_avg_sq`")
     assert "`` x `y` ``" in line  # messages go through the report's inline-code escaping

@@ -156,8 +156,10 @@ def _gnu_longname_bomb() -> bytes:
 
 
 def _many_tar_members() -> bytes:
-    """50,001 empty members (one header repeated: a repeated name still counts) before the config files."""
-    return H.tar_header("megatron_core-0.20.0/empty", 0) * 50_001 + H.sdist_bytes(H.sdist_members("0.20.0"))
+    """50,001 members (one directory header repeated: a repeated name still counts; a repeated regular file is
+    refused as a duplicate) before the config files."""
+    return (H.tar_header("megatron_core-0.20.0/empty", 0, tarfile.DIRTYPE) * 50_001
+            + H.sdist_bytes(H.sdist_members("0.20.0")))
 
 
 def _xz_huge_dictionary() -> bytes:

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from pathlib import PurePosixPath
 
-MODEL_FORMAT = 4
+from ...errors import CandidateError, shown
+from ...pysource import SourceBudget, SourceTooLargeError, SourceUnparsableError, parse_source
+
+MODEL_FORMAT = 5
+MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
 _DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass"}
@@ -167,6 +170,7 @@ class _Scope:
         self.dep: dict[str, str] = {}
         self.star: list[str] = []
         self.all: list[str] | None = None
+        self.all_open = False  # an __all__ extension we could not read: every public name is exported
         self.getattr = False
 
     def bind(self, name: str, binding: str) -> None:
@@ -214,13 +218,16 @@ class _Scope:
                 self.bind_target(target, stmt.value)
                 if isinstance(target, ast.Name) and target.id == "__all__":
                     self.all = _literal_names(stmt.value)
+                    self.all_open = self.all is None
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None or in_class:
                 self.bind_target(stmt.target, stmt.value)
         elif isinstance(stmt, ast.AugAssign):
             if isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__":
-                self.all = (self.all or []) + (_literal_names(stmt.value) or [])
+                self.extend_all(_literal_names(stmt.value))
             self.bind_target(stmt.target)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self.all_call(stmt.value)
         elif isinstance(stmt, ast.If):
             if not _is_type_checking(stmt.test):  # TYPE_CHECKING imports are not bound at run time
                 self.visit_block(stmt.body, in_class)
@@ -241,6 +248,27 @@ class _Scope:
                 if item.optional_vars is not None:
                     self.bind_target(item.optional_vars)
             self.visit_block(stmt.body, in_class)
+
+    def extend_all(self, names: list[str] | None) -> None:
+        """``__all__ += [...]``; an extension we cannot read leaves ``__all__`` open (every public name), so that
+        a star import never loses a name the candidate exports."""
+        if names is None:
+            self.all, self.all_open = None, True
+        elif not self.all_open:
+            self.all = (self.all or []) + names
+
+    def all_call(self, call: ast.Call) -> None:
+        """``__all__.append("x")`` and ``__all__.extend([...])``."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "__all__"):
+            return
+        if func.attr == "append" and len(call.args) == 1:
+            arg = call.args[0]
+            self.extend_all([arg.value] if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None)
+        elif func.attr == "extend" and len(call.args) == 1:
+            self.extend_all(_literal_names(call.args[0]))
+        elif func.attr in ("insert", "extend", "__iadd__"):
+            self.extend_all(None)
 
     def add_function(self, node, in_class: bool) -> None:
         how = "f"
@@ -383,16 +411,18 @@ def _merge_class(old: dict, new: dict) -> dict:
     return merged
 
 
-def index_module(model: dict, path: str, source: bytes) -> None:
-    """Add one ``.py`` file (path relative to the package root) to the model."""
+def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | None = None) -> None:
+    """Add one ``.py`` file (path relative to the package root) to the model. A file over the per-file parse caps
+    of ``compat.pysource`` or not valid Python is listed as unparsed (its names accepted); the whole candidate
+    passing ``budget`` raises ``SourceTooLargeError``."""
     module, is_package = module_name(path)
     entry = model["modules"].setdefault(module, {"p": int(is_package), "n": {}})
     entry["p"] = int(entry["p"] or is_package)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences in old sources
-            tree = ast.parse(source, filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_source(source, path, budget)
+    except (SourceTooLargeError, SourceUnparsableError):
+        if budget is not None and (budget.bytes > budget.max_bytes or budget.tokens > budget.max_tokens):
+            raise  # the candidate as a whole, not this file
         model["unparsed"].append(path)
         entry["ga"] = 1  # unreadable: accept anything rather than report false removals
         return
@@ -417,8 +447,10 @@ def index_module(model: dict, path: str, source: bytes) -> None:
         entry["dep"] = scope.dep
 
 
-def build_model(source, *, sha256: str | None = None, version: str | None = None) -> dict:
-    """The model of ``source`` (a ``compat.archive.Source``): every module under ``megatron/``."""
+def build_model(source, *, sha256: str | None = None, version: str | None = None,
+                budget: SourceBudget | None = None) -> dict:
+    """The model of ``source`` (a ``compat.archive.Source``): every module under ``megatron/``, its files parsed
+    within ``budget`` (default: the caps of ``compat.pysource``)."""
     model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label, "kind": source.kind,
              "modules": {}, "classes": {}, "unparsed": []}
     root = source.package_root(PACKAGE)
@@ -428,11 +460,19 @@ def build_model(source, *, sha256: str | None = None, version: str | None = None
     files = sorted(n[len(root):] for n in source.names()
                    if n.startswith(root + PACKAGE + "/") and n.endswith((".py",) + _EXTENSION_SUFFIXES))
     for rel in files:
+        if rel.count("/") > MAX_PATH_DEPTH:
+            raise CandidateError(f"{shown(source.label)}: a member {rel.count('/')} directories deep under megatron/ "
+                                 f"({shown(rel, 80)}), over the {MAX_PATH_DEPTH} the surface model reads")
+    budget = budget or SourceBudget()
+    for rel in files:
         parts = PurePosixPath(rel).parts
-        for depth in range(1, len(parts)):  # every directory on the way is importable (namespace packages)
-            model["modules"].setdefault(".".join(parts[:depth]), {"p": 1, "n": {}})
+        package = parts[0]
+        for part in parts[1:-1]:  # every directory on the way is importable (namespace packages)
+            model["modules"].setdefault(package, {"p": 1, "n": {}})
+            package = f"{package}.{part}"
+        model["modules"].setdefault(package, {"p": 1, "n": {}})
         if rel.endswith(".py"):
-            index_module(model, rel, source.read(root + rel))
+            index_module(model, rel, source.read(root + rel), budget)
         elif rel.endswith(_EXTENSION_SUFFIXES):
             module, _ = module_name(rel)
             model["modules"].setdefault(module, {"p": 0, "n": {}})["ga"] = 1
