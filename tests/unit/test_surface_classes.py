@@ -472,3 +472,28 @@ def test_a_checkouts_unbuilt_extension_modules_are_not_missing(tmp_path, wheels)
         """})
     report = surface_gate(str(tree), project)
     assert {(f.line, f.kind) for f in report.findings} == {(3, c.MISSING_NAME)}
+
+
+# ---- 7: attributes a megatron base class sets on self ---------------------------------------------------------
+def test_self_attributes_the_base_no_longer_sets(tmp_path, wheels):
+    old_attention = OLD["megatron/core/attention.py"].replace(
+        "super().__init__(config)", "super().__init__(config)\n                self.model_comm_pgs = model_comm_pgs")
+    new_attention = NEW["megatron/core/attention.py"].replace(
+        "super().__init__(config)", "super().__init__(config)\n                self.pg_collection = pg_collection")
+    cache = tmp_path / "cache" / "wheels"
+    make_wheel(cache, "0.3.0", {**OLD, "megatron/core/attention.py": old_attention})
+    make_wheel(cache, "0.4.0", {**NEW, "megatron/core/attention.py": new_attention})
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                groups = self.model_comm_pgs
+                self.mine = 1
+                return self.mine, self.config, self.anything_else, self.model_comm_pgs
+        class Mixed(SelfAttention, dict):
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                return self.model_comm_pgs
+        """})
+    (finding,) = [f for f in report.findings if f.kind == c.MISSING_MEMBER]
+    assert (finding.line, finding.name, finding.also_at) == (5, "megatron.core.attention.SelfAttention.model_comm_pgs", [7])
+    assert "0.3.0" in finding.instead and not finding.guarded

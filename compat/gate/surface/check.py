@@ -8,7 +8,7 @@ from ... import version as _v
 from ...errors import VersionError
 from . import guards as g
 from .lookup import OPAQUE, Surface, Target
-from .project import SUPER_AFTER
+from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
 MISSING_NAME = "missing name"
@@ -208,8 +208,8 @@ def check(scan, surface: Surface) -> list[Finding]:
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
     failing_at: dict[tuple, set] = {}  # (path, line) -> names with a finding there
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
-        if use.how == "override":
-            continue  # the other direction: overrides.py
+        if use.how == "override" or use.via == SELF_ATTRIBUTE:
+            continue  # the class contract: overrides.py
         if _assigned_by_project(use.name, scan.sets):
             continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)

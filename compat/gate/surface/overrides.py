@@ -1,4 +1,6 @@
-"""The other direction: megatron calls a project's override (a subclass's ``forward``, ``__init__``, a hook).
+"""The class contract between megatron and a project's subclasses.
+
+Overrides: megatron calls a project's override (a subclass's ``forward``, ``__init__``, a hook).
 
 An override breaks when the candidate's base method gained a parameter the override cannot take (Megatron's own
 callers, written for the new base, pass it), or dropped one the override still requires (they no longer pass it).
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 from ... import version as _v
 from ...errors import VersionError
-from .check import OVERRIDE, Finding
+from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
+from .project import SELF_ATTRIBUTE
 from .lookup import Surface
 from .model import parse_signature
 
@@ -79,3 +82,42 @@ def previous_release(releases: dict, version: str | None) -> Surface | None:
     except VersionError:  # a label that is not a version: no baseline rather than a wrong one
         return None
     return releases[older[-1]] if older else None
+
+
+def _sets_on_self(surface: Surface, name: str) -> bool | None:
+    """Does the class ``name`` (dotted ``Class.attr``) or a megatron class in its MRO bind ``attr``? None: unknown."""
+    owner, _, attr = name.rpartition(".")
+    res = surface.resolve(owner)
+    classes = [t for t in res.targets if t.kind == "class"] if res.ok else []
+    if not classes:
+        return None
+    for cls in classes:
+        for t in surface.mro(cls.name):
+            entry = surface.classes.get(t.name) if t.kind == "class" else None
+            if entry is not None and (attr in entry["a"] or entry.get("ga")):
+                return True
+    return False
+
+
+def check_inherited(scan, surface: Surface, releases: dict) -> list[Finding]:
+    """``self.X`` in a subclass, where X is what a megatron base used to set on ``self`` (in some cached release)
+    and the candidate's base no longer does (``self.model_comm_pgs`` once the base sets ``self.pg_collection``).
+    An attribute no release of the base ever set is not claimed: something else may set it."""
+    findings: dict = {}
+    for use in scan.uses:
+        if use.via != SELF_ATTRIBUTE or _sets_on_self(surface, use.name) is not False:
+            continue
+        had = [v for v, other in releases.items() if _sets_on_self(other, use.name)]
+        if not had:
+            continue
+        key = (use.path, use.name)
+        if key in findings:
+            if use.line != findings[key].line and use.line not in findings[key].also_at:
+                findings[key].also_at.append(use.line)
+            continue
+        attr = use.name.rsplit(".", 1)[1]
+        guard = _guard_of(use, MISSING_MEMBER, use.name, attr, surface)
+        findings[key] = Finding(use.path, use.line, use.name, MISSING_MEMBER, guard is not None, guard,
+                                f"the base sets self.{attr} in {', '.join(had)}, not in this candidate",
+                                use="attribute")
+    return list(findings.values())

@@ -27,6 +27,7 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
+SELF_ATTRIBUTE = "self attribute"  # ``self.X`` that only a megatron base class can have set
 SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
 
 
@@ -79,6 +80,8 @@ class _FileScanner:
         self.stars: list[str] = []  # ``from megatron.x import *`` modules
         self.foreign_star = False  # a star import from anywhere else: a free name may come from there
         self.class_scope: list[bool] = []
+        self.instance: list = []  # per class: (its megatron base, the attributes it sets) or None
+        self.self_names: list = []  # per function: the name of ``self`` when it is a method of such a class
         self.scopes: list[dict] = []
         self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
         self.guards: list[tuple] = []
@@ -405,9 +408,12 @@ class _FileScanner:
             self.class_names.append(s.name)
             if self.bases[-1]:
                 self.overrides(s, self.bases[-1])
+            only_megatron = bool(s.bases) and all(bases)  # a project mixin may set anything on self
+            self.instance.append((self.bases[-1][0], _own_attributes(s)) if only_megatron else None)
             self.enter(self._bindings(s.body, ()), is_class=True)
             self.block(s.body)
             self.leave()
+            self.instance.pop()
             self.class_names.pop()
             self.bases.pop()
         elif isinstance(s, (ast.For, ast.AsyncFor)):
@@ -436,6 +442,16 @@ class _FileScanner:
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
                                      sig=signature(item.args)))
 
+    def inherited(self, e: ast.Attribute) -> str | None:
+        """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
+        the megatron base sets on ``self`` (``megatron...SelfAttention.model_comm_pgs``)."""
+        context = self.self_names[-1] if self.self_names else None
+        if context is None or not isinstance(e.ctx, ast.Load) or not isinstance(e.value, ast.Name) \
+                or e.value.id != context[0] or self.lookup(context[0]) is not None:
+            return None
+        base, own = context[1]
+        return None if e.attr in own or "*" in own or e.attr.startswith("__") else f"{base}.{e.attr}"
+
     def forwards(self, value) -> bool:
         """A wrapper that takes only ``*args, **kwargs`` (and so forwards everything to what it wraps)."""
         if isinstance(value, ast.Lambda):
@@ -448,6 +464,8 @@ class _FileScanner:
         params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
         saved = self.guards
         self.guards = [x for x in saved if x[0] != g.TRY]  # the body runs later, outside any enclosing try
+        method = isinstance(body, list) and self.class_scope and self.class_scope[-1] and args.args
+        self.self_names.append((args.args[0].arg, self.instance[-1]) if method and self.instance[-1] else None)
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         self.sig_probed.append(set())
         if isinstance(body, list):
@@ -456,6 +474,7 @@ class _FileScanner:
             self.expr(body)
         self.sig_probed.pop()
         self.leave()
+        self.self_names.pop()
         self.guards = saved
 
     # ---- expressions ---------------------------------------------------------------------------------------
@@ -463,6 +482,9 @@ class _FileScanner:
         if e is None:
             return
         if isinstance(e, ast.Attribute):
+            inherited = self.inherited(e)
+            if inherited:
+                self.record(e, (inherited,), "attribute", via=SELF_ATTRIBUTE)
             paths = self.paths(e)
             if paths:
                 if isinstance(e.ctx, (ast.Store, ast.Del)):
@@ -614,6 +636,29 @@ _BLOCKS = {"body", "orelse", "finalbody", "handlers", "cases"}
 
 def _is_none(node) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _own_attributes(node: ast.ClassDef) -> set[str]:
+    """Everything a class sets or defines itself: class-body names, methods, ``self.X =`` and ``setattr`` anywhere
+    in it (a ``setattr`` with a computed name: everything, so nothing is checked)."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and not isinstance(sub.ctx, ast.Load):
+            names.add(sub.attr)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            names.add(sub.name)
+        elif isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Call) and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
+                                                                                        "register_parameter",
+                                                                                        "add_module"):
+            first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
+                sub.args[0] if sub.args else None)
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+            else:
+                names.add("*")
+    return {"*"} | names if "*" in names else names
 
 
 def _only_splats(args: ast.arguments) -> bool:
