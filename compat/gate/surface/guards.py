@@ -87,6 +87,9 @@ def _words(text: str) -> set[str]:
 
 def _is_version_name(text: str) -> bool:
     """A name with the word ``version`` (not ``conversion``), or an ``mcore``/``megatron`` version flag."""
+    low = text.lower()
+    if "ver" not in low and "mcore" not in low and "megatron" not in low:
+        return False
     return bool(_VERSION_FLAG.search(text.lower())) or bool(_words(text) & {"version", "ver"})
 
 
@@ -160,10 +163,11 @@ def suppress_catches(item: ast.withitem) -> set[str] | None:
     return None
 
 
-def version_flags(tree: ast.Module) -> set[str]:
-    """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``)."""
+def version_flags(tree: ast.Module, every: list | None = None) -> set[str]:
+    """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``);
+    ``every``: the file's statements, when the caller already walked them."""
     flags = set()
-    for node in statements(tree.body, into_defs=True):
+    for node in every if every is not None else statements(tree.body, into_defs=True):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
                 (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
             for target in node.targets:
@@ -224,10 +228,10 @@ def disabled_by(handlers) -> list[str]:
     return out
 
 
-def import_flags(tree: ast.Module) -> dict[str, ImportFlag]:
+def import_flags(tree: ast.Module, every: list | None = None) -> dict[str, ImportFlag]:
     """Flags bound by a try/except ImportError anywhere in the file: what they are about and their value."""
     flags: dict[str, ImportFlag] = {}
-    for node in statements(tree.body, into_defs=True):
+    for node in every if every is not None else statements(tree.body, into_defs=True):
         if not (isinstance(node, ast.Try) or type(node).__name__ == "TryStar"):
             continue
         caught = try_catches(node.handlers)

@@ -18,7 +18,7 @@ from pathlib import Path
 from ...archive import read_file
 from ...errors import CandidateError, CompatError
 from . import guards as g
-from .model import dotted, signature
+from .model import dotted, signature, statements
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -68,14 +68,16 @@ def _is_megatron(name: str | None) -> bool:
 
 class _FileScanner:
     def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True,
-                 exports: dict | None = None):
+                 exports: dict | None = None, walrus: bool = True):
         self.path, self.own = path, own
+        self.walrus = walrus  # the source has ``:=`` (else no expression needs walking for bindings)
         self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
         self.module, self.is_package = project_module(path)
-        self.flags = g.version_flags(tree) if versionish else set()
-        self.import_flags = g.import_flags(tree)
-        self.forwarders = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                           and _only_splats(n.args)}
+        every = list(statements(tree.body, into_defs=True))
+        self.flags = g.version_flags(tree, every) if versionish else set()
+        self.import_flags = g.import_flags(tree, every)
+        self.forwarders = {n.name for n in every
+                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
         self.stars: list[str] = []  # ``from megatron.x import *`` modules
         self.foreign_star = False  # a star import from anywhere else: a free name may come from there
@@ -185,7 +187,7 @@ class _FileScanner:
 
         def walk(stmts, top):
             for s in stmts:
-                if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if self.walrus and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     expressions(s, top)
                 if isinstance(s, ast.Global):
                     declared_global.update(s.names)
@@ -681,7 +683,8 @@ def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None) -> _Fi
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-    return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports)
+    return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
+                        walrus=":=" in text)
 
 
 def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None
@@ -816,7 +819,8 @@ def scan_project(root) -> ProjectScan:
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
         for rel, (data, imported) in importers.items():
-            if imported & changed:
+            names = {name for module in imported & changed for name in exports[module]}
+            if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
                 now |= scan_one(rel, data, exports)
         changed = now
         if not changed:
