@@ -38,7 +38,10 @@ SETS = {
                     "ChatLearn": ("alibaba/ChatLearn", "b7af31a9")},
     "evaluation": {"AReaL": ("inclusionAI/AReaL", "4aef98d8d"),
                    "NeMo-Aligner": ("NVIDIA/NeMo-Aligner", "af2b3bd9"),
-                   "TensorRT-Model-Optimizer": ("NVIDIA/TensorRT-Model-Optimizer", "5a4242fa")},
+                   "TensorRT-Model-Optimizer": ("NVIDIA/TensorRT-Model-Optimizer", "5a4242fa"),
+                   # added 17:59 UTC, after the three above gave 5 unguarded findings in all; not looked at before
+                   "NeMo": ("NVIDIA/NeMo", "8cfedd7203"),
+                   "Export-Deploy": ("NVIDIA-NeMo/Export-Deploy", "914daa6b2")},
 }
 # Releases each project is gated against: the pin it declares (AReaL: 0.17.0) and the newest release; projects
 # without a megatron-core pin (they follow Megatron-LM main or a submodule) against three recent releases.
