@@ -1,5 +1,6 @@
 """Time and peak memory of the surface gate on the hostile candidates of issue 17 (``tests/unit/hostile_surface.py``),
-whole process, measured with ``/usr/bin/time -v``: wall seconds, maximum resident set size, exit code, stderr lines.
+whole process, measured with ``/usr/bin/time -v``: wall and CPU (user + system) seconds, maximum resident set size,
+exit code, stderr lines.
 
     python benchmarks/surface_hostile.py [--only NAME ...] [--timeout 60] [--root CHECKOUT] [--label after]
 
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "unit"))
 
 import hostile_surface  # noqa: E402
@@ -48,10 +50,12 @@ def measure(case: str, root: Path, timeout: float) -> dict:
         report = proc.stderr
         rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
         wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", report)
+        cpu = [float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", report)]
         own = [line for line in report.splitlines() if not line.startswith("\t") and "Command" not in line
                and line.strip()]
         return {"case": case, "timed_out": False, "exit_code": proc.returncode,
                 "wall_s": round(_seconds(wall.group(1)), 2) if wall else None,
+                "cpu_s": round(sum(cpu), 2) if cpu else None,  # user + system: what the load average does not change
                 "max_rss_mb": round(int(rss.group(1)) / 1024, 1) if rss else None,
                 "stderr_lines": len(own), "stderr": own[:2], "traceback": "Traceback" in report,
                 "stdout_bytes": len(proc.stdout), "loadavg": loadavg()}

@@ -310,16 +310,24 @@ class Source:
             project = ""  # a wheel installs from its root (and its .data/purelib, mapped there by _add)
         else:
             project = self._sdist_project_dir()
-        for root in (project, project + "src/"):
-            if any(n.startswith(root + package + "/") for n in self._members):
-                return root
-        return None
+        found = [root for root in (project, project + "src/")
+                 if any(n.startswith(root + package + "/") for n in self._members)]
+        if len(found) > 1:
+            raise CandidateError(f"{_show(self.label)} holds both {package}/ and src/{package}/ in "
+                                 f"{_show(project or '.')}: which one an installer builds depends on its build "
+                                 "configuration, so neither is read")
+        return found[0] if found else None
 
     def _sdist_project_dir(self) -> str:
         """Where an installer builds an sdist from: its one top-level directory, or the archive root when the
-        members do not all share one (pip strips a common leading directory only)."""
+        members do not all share one (pip strips a common leading directory only) and the root has a build file."""
         tops = {n.partition("/")[0] if "/" in n else None for n in self._members}
-        return f"{tops.pop()}/" if len(tops) == 1 and None not in tops else ""
+        if len(tops) == 1 and None not in tops:
+            return f"{tops.pop()}/"
+        if "pyproject.toml" in self._members or "setup.py" in self._members:
+            return ""
+        raise CandidateError(f"{_show(self.label)} has no single top-level directory and no pyproject.toml or "
+                             "setup.py at its root: an installer would not build it, so it is not read")
 
     def python_files(self, package: str = "megatron") -> list[str]:
         """Every ``.py`` file under ``package/``, as paths relative to the package root (``megatron/core/x.py``)."""

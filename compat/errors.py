@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import re
+import reprlib
 
 MAX_LINE_CHARS = 2000  # what one error line shows of a message
+MAX_VALUE_CHARS = 400  # what a message shows of one value
 # C0/C1 controls, line/paragraph separators, and the invisible characters that reorder or hide text in a terminal
 # or a rendered page (bidi embeddings/overrides/isolates, zero-width spaces and marks, BOM: "Trojan source")
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
@@ -29,10 +31,34 @@ def one_line(text, limit: int = MAX_LINE_CHARS) -> str:
     return line
 
 
+def _bounded_repr() -> reprlib.Repr:
+    r = reprlib.Repr()
+    r.maxlevel, r.maxstring, r.maxother = 4, 300, 300
+    r.maxlist = r.maxtuple = r.maxset = r.maxfrozenset = r.maxdict = r.maxdeque = r.maxarray = 16
+    return r
+
+
+_REPR = _bounded_repr()
+
+
+def value_repr(value) -> str:
+    """repr() of a user's value for a message, bounded in time and length (``reprlib``: long strings, containers and
+    nesting cut), and a description where repr() fails (an int past the int-to-str digit limit, an object whose
+    __repr__ raises)."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001  a user object's own __repr__, or a huge int somewhere inside
+        if isinstance(value, int):
+            return f"<an int of {value.bit_length()} bits>"
+        return f"<a {type(value).__name__} that cannot be shown>"
+    return text if len(text) <= MAX_VALUE_CHARS else text[:MAX_VALUE_CHARS] + "...(cut)"
+
+
 def shown(text, limit: int = 200) -> str:
-    """A name or value quoted for a message: repr() of it, cut to ``limit`` characters first."""
+    """A name or value quoted for a message: repr() of it (which escapes control characters), cut to ``limit``
+    characters first."""
     text = str(text)
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    return repr(text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters)")
 
 
 class CompatError(ValueError):
@@ -52,26 +78,26 @@ class UnknownFieldError(CompatError):
 class FieldTypeError(CompatError, TypeError):
     def __init__(self, field: str, value, expected: str):
         self.field, self.value, self.expected = field, value, expected
-        super().__init__(f"field {field!r}: expected {expected}, got {type(value).__name__} {value!r}")
+        super().__init__(f"field {field!r}: expected {expected}, got {type(value).__name__} {value_repr(value)}")
 
 
 class InvalidValueError(CompatError):
     def __init__(self, field: str, value, reason: str):
         self.field, self.value, self.reason = field, value, reason
-        super().__init__(f"field {field!r}: invalid value {value!r}: {reason}")
+        super().__init__(f"field {field!r}: invalid value {value_repr(value)}: {reason}")
 
 
 class ConflictingAliasError(CompatError):
     def __init__(self, field: str, given: dict):
         self.field, self.given = field, dict(given)
-        parts = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        parts = ", ".join(f"{k}={value_repr(v)}" for k, v in given.items())
         super().__init__(f"conflicting values for {field!r} given under several names: {parts}")
 
 
 class UnsupportedFieldError(CompatError):
     def __init__(self, field: str, value, version: str, supported_in: str, hint: str = ""):
         self.field, self.value, self.version, self.supported_in = field, value, version, supported_in
-        msg = (f"field {field!r}={value!r} is not supported by megatron-core {version}; "
+        msg = (f"field {field!r}={value_repr(value)} is not supported by megatron-core {version}; "
                f"it exists in {supported_in}")
         super().__init__(msg + (f". {hint}" if hint else ""))
 
@@ -79,7 +105,7 @@ class UnsupportedFieldError(CompatError):
 class ConstraintError(CompatError):
     def __init__(self, rule: str, message: str, values: dict, version: str):
         self.rule, self.values, self.version = rule, dict(values), version
-        parts = ", ".join(f"{k}={v!r}" for k, v in values.items())
+        parts = ", ".join(f"{k}={value_repr(v)}" for k, v in values.items())
         super().__init__(f"megatron-core {version} rejects {parts}: {message} [rule {rule}]")
 
 

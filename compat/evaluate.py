@@ -11,12 +11,15 @@ Every value the evaluator reads or makes is sized before it is used and before a
 items, shared items counted each time they occur). An operand or a result over MAX_VALUE_SIZE, an int over
 MAX_INT_BITS, or a ``%`` format with a ``*`` or a width or precision over MAX_FORMAT_WIDTH makes the value UNKNOWN,
 so the check is skipped: a candidate's ``'a' * 10000 * 10000``, ``'%0999999999d' % 1`` or a user's 200,000-digit
-int costs microseconds, not gigabytes or seconds.
+int costs microseconds, not gigabytes or seconds. Work is bounded too: each value made is charged its size plus a
+fixed cost per node against a ``Work`` budget (MAX_WORK, about a second), which the pre-check shares across all
+checks of one call; once it is spent, what is left is UNKNOWN.
 """
 from __future__ import annotations
 
 import ast
 import re
+import threading
 from functools import lru_cache
 
 from .dtypes import dtype_name
@@ -33,7 +36,12 @@ _CMPOPS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: 
 MAX_VALUE_SIZE = 100_000  # about the characters of str(value): the largest value read or made
 MAX_INT_BITS = 4096  # 1,233 digits; Megatron's checks compare sizes, counts and ratios
 MAX_FORMAT_WIDTH = 1000  # width or precision in a '%' format
+MAX_WORK = 16_000_000  # per Work budget: 250,000 node visits, or values adding up to 16 M characters
+_NODE_COST = 64
 _FORMAT_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d*))?")
+
+
+_CONTAINERS = (list, tuple, set, frozenset, dict)
 
 
 class _TooLarge(Exception):
@@ -51,10 +59,12 @@ def size(value, limit: int = MAX_VALUE_SIZE) -> int:
             total += 5
         elif isinstance(v, int):
             total += v.bit_length() * 3 // 10 + 2
-        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+        elif type(v) in _CONTAINERS:  # exactly the builtins: a user's subclass may iterate without end
             total += 2 + 2 * len(v)
             if total <= limit:
-                stack.extend(v.items() if isinstance(v, dict) else v)
+                stack.extend(v.items() if type(v) is dict else v)
+        elif isinstance(v, (list, tuple, set, frozenset, dict)):
+            return limit + 1  # a subclass of a container: not sized, so not used
         else:  # float, Dtype, UNKNOWN, anything else a user passed: its str is short or not used by the evaluator
             total += 25
         if total > limit:
@@ -62,11 +72,30 @@ def size(value, limit: int = MAX_VALUE_SIZE) -> int:
     return total
 
 
+class Work:
+    """What evaluations may still spend (a pre-check shares one across the checks of a call)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, budget: int = MAX_WORK):
+        self.left = budget
+
+
+_CURRENT = threading.local()  # the Work of the evaluation running in this thread
+
+
 def _bounded(value):
-    """``value`` itself, or _TooLarge when it is over a cap."""
+    """``value`` itself, charged to the current Work, or _TooLarge when it is over a cap or the budget is spent."""
+    cost = _NODE_COST
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
         raise _TooLarge()
-    if isinstance(value, (str, list, tuple, set, frozenset, dict)) and size(value) > MAX_VALUE_SIZE:
+    if isinstance(value, (str, list, tuple, set, frozenset, dict)):
+        cost += size(value)
+        if cost > MAX_VALUE_SIZE + _NODE_COST:
+            raise _TooLarge()
+    work = _CURRENT.work
+    work.left -= cost
+    if work.left < 0:
         raise _TooLarge()
     return value
 
@@ -76,7 +105,7 @@ def _result_fits(op: type, left, right) -> bool:
     if op is ast.Mult:
         for seq, count in ((left, right), (right, left)):
             if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
-                return count <= 0 or size(seq) * count <= MAX_VALUE_SIZE
+                return count <= 0 or (size(seq) - 2) * count + 2 <= MAX_VALUE_SIZE  # the brackets once
         if isinstance(left, int) and isinstance(right, int):
             return left.bit_length() + right.bit_length() <= MAX_INT_BITS
     if op is ast.Add and isinstance(left, (str, list, tuple)):
@@ -191,13 +220,23 @@ def parse(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
-def evaluate(text: str, env: dict):
-    """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN."""
+def evaluate(text: str, env: dict, work: Work | None = None):
+    """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN. ``work``: the
+    budget to charge (a fresh MAX_WORK when None)."""
     try:
-        return _eval(parse(text), env)
+        return _within(work or Work(), _eval, parse(text), env)
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
             MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
+
+
+def _within(work: Work, fn, *args):
+    outer = getattr(_CURRENT, "work", None)
+    _CURRENT.work = work
+    try:
+        return fn(*args)
+    finally:
+        _CURRENT.work = outer
 
 
 def truth(value):
@@ -304,6 +343,10 @@ def render(message: str | None, env: dict) -> str | None:
         return node.value
     if not isinstance(node, ast.JoinedStr):
         return message
+    return _within(Work(), _render_pieces, node, env)
+
+
+def _render_pieces(node: ast.JoinedStr, env: dict) -> str:
     parts = []
     for piece in node.values:
         if isinstance(piece, ast.Constant):
@@ -332,18 +375,5 @@ def _text(value, as_repr: bool) -> str | None:
         return None
 
 
-def shown(value) -> object:
-    """A value as a message may quote it: itself when small, else a short description of it."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
-        return f"<an int of {value.bit_length()} bits>"
-    if size(value, 1000) > 1000:
-        try:
-            count = len(value)
-        except Exception:  # noqa: BLE001  a user object without a usable len()
-            return f"<a large {type(value).__name__}>"
-        return f"<a {type(value).__name__} of {count} items>"
-    return value
-
-
-__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "UNKNOWN", "evaluate", "parse", "render", "shown", "size",
+__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "parse", "render", "size",
            "truth", "unsupported"]

@@ -11,7 +11,7 @@ import sys
 
 from .annotations import parse
 from .errors import ConstraintError
-from .evaluate import UNKNOWN, Dtype, evaluate, render, shown, truth
+from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
 
 
@@ -31,28 +31,30 @@ def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> 
     return env
 
 
-def fires(check: Check, env: dict) -> bool | None:
-    """True: the check rejects ``env``; False: it passes; None: we cannot tell (skipped or unknown)."""
+def fires(check: Check, env: dict, work: Work | None = None) -> bool | None:
+    """True: the check rejects ``env``; False: it passes; None: we cannot tell (skipped or unknown). ``work``: the
+    evaluation budget, shared by the checks of one call (a fresh one when None)."""
     if check.skip is not None:
         return None
     if check.kind == "assert" and sys.flags.optimize:
         return None
+    work = work or Work()
     for cond in check.when:
-        t = truth(evaluate(cond, env))
+        t = truth(evaluate(cond, env, work))
         if t is UNKNOWN:
             return None
         if not t:
             return False
     if check.kind == "raise":
         return True
-    t = truth(evaluate(check.test, env))
+    t = truth(evaluate(check.test, env, work))
     return None if t is UNKNOWN else not t
 
 
 def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
-    out = []
+    out, work = [], Work()
     for check in schema.checks:
-        if fires(check, env):
+        if fires(check, env, work):
             out.append(check)
             if first:
                 break
@@ -61,9 +63,9 @@ def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
 
 def run(schema: Schema, env: dict) -> tuple[Check | None, dict]:
     """(the first check that fires or None, how many checks were evaluated and how many could not be)."""
-    counts = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}
+    counts, work = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}, Work()
     for check in schema.checks:
-        outcome = fires(check, env)
+        outcome = fires(check, env, work)
         if outcome:
             return check, counts
         counts["evaluated" if outcome is not None else "not_evaluated"] += 1
@@ -90,7 +92,7 @@ def precheck(schema: Schema, kwargs: dict) -> None:
 def _shown(value):
     if isinstance(value, Dtype):
         return value.name
-    return "<unknown>" if value is UNKNOWN else shown(value)
+    return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
 __all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import UnsupportedVersionError, VersionError, one_line
+from .errors import UnsupportedVersionError, VersionError, one_line, shown
 
 DISTRIBUTION = "megatron-core"
 OLDEST_SUPPORTED = Version("0.7.0")
@@ -18,7 +18,7 @@ MAX_VERSION_CHARS = 128  # PEP 440 has no limit; packaging's int() fails past 43
 
 
 def _shown(text: str) -> str:
-    return repr(text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)")
+    return shown(text, 60)
 
 
 def parse(text) -> Version:

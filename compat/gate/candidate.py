@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import refresh
 from .. import version as _v
-from ..errors import CandidateError, CompatError, VersionError, one_line
+from ..errors import CandidateError, CompatError, VersionError, one_line, shown
 from ..extract import extract_candidate
 
 _NOT_A_PATH = {errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP, errno.EILSEQ}
@@ -58,8 +58,7 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
         return fetch_release(version, dest), None  # yanked: unknown until --accept asks the index
     if any(op in candidate for op in ("<", ">", "~=", "!=")):
         raise GateUsageError(f"{candidate!r}: pin one release with megatron-core==VERSION, or use latest")
-    shown = candidate if len(candidate) <= 200 else f"{candidate[:200]}...({len(candidate)} characters)"
-    raise CandidateError(f"candidate {shown!r} does not exist (expected megatron-core==VERSION, latest, "
+    raise CandidateError(f"candidate {shown(candidate)} does not exist (expected megatron-core==VERSION, latest, "
                          "a wheel, an sdist or a Megatron-LM checkout)")
 
 

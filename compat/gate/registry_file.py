@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import version as _v
 from ..archive import MIB, read_file
-from ..errors import CompatError, VersionError, one_line
+from ..errors import CompatError, VersionError, one_line, shown
 
 MAX_REGISTRY_BYTES = 32 * MIB  # the 26 releases take 440 kB
 MAX_TEXT = 100_000  # characters in any one string of the registry (a doc, an annotation)
@@ -90,7 +90,7 @@ def _unique_keys(pairs):
     out = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"duplicate key {key[:100]!r}")
+            raise ValueError(f"duplicate key {shown(key, 100)}")
         out[key] = value
     return out
 
@@ -109,7 +109,7 @@ def check_registry(data, where: str) -> None:
     if not isinstance(data, dict):
         fail("top level", f"expected an object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
-        fail("format", f"expected {FORMAT} (this mcore-compat's registry format), got {str(data.get('format'))[:40]!r}")
+        fail("format", f"expected {FORMAT} (this mcore-compat's registry format), got {shown(data.get('format'), 40)}")
     for key, kind in (("releases", list), ("snapshots", dict), ("fields", list), ("checks", list)):
         if not isinstance(data.get(key), kind) or (key == "releases" and not data[key]):
             fail(key, f"expected a {'non-empty ' if key == 'releases' else ''}{kind.__name__}")
@@ -120,7 +120,7 @@ def check_registry(data, where: str) -> None:
                 not all(isinstance(n, str) for n in record["reads"]):
             fail(f"checks[{i}]", "expected an object with a 'reads' list of field names")
     for key, snap in data["snapshots"].items():
-        _check_snapshot(snap, f"snapshots[{key[:80]!r}]", fail, len(data["fields"]), len(data["checks"]),
+        _check_snapshot(snap, f"snapshots[{shown(key, 80)}]", fail, len(data["fields"]), len(data["checks"]),
                         data["fields"])
     seen = set()
     for i, rel in enumerate(data["releases"]):
@@ -146,7 +146,7 @@ def check_registry(data, where: str) -> None:
             fail(f"{at}.configs", "expected an object naming at least the ddp snapshot")
         for config, ref in configs.items():
             if config not in CONFIGS:
-                fail(f"{at}.configs", f"unknown config {config[:80]!r} (known: {', '.join(CONFIGS)})")
+                fail(f"{at}.configs", f"unknown config {shown(config, 80)} (known: {', '.join(CONFIGS)})")
             if not isinstance(ref, str) or ref not in data["snapshots"]:
                 fail(f"{at}.configs.{config}", "expected the key of an entry of snapshots")
     if all(rel["yanked"] for rel in data["releases"]):
@@ -182,7 +182,7 @@ def _check_field(f, fat: str, fail) -> None:
         fail(fat, f"expected an object, got {type(f).__name__}")
     name = f.get("name")
     if not isinstance(name, str) or not name.isidentifier():
-        fail(f"{fat}.name", f"expected a Python identifier, got {str(name)[:100]!r}")
+        fail(f"{fat}.name", f"expected a Python identifier, got {shown(name, 100)}")
     for key in ("annotation", "doc", "default_expr"):
         value = f.get(key, "")
         if not isinstance(value, str) or len(value) > MAX_TEXT:
@@ -192,6 +192,6 @@ def _check_field(f, fat: str, fail) -> None:
     try:
         ast.parse(f["annotation"], mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        fail(f"{fat}.annotation", f"{f['annotation'][:100]!r} is not a Python expression")
+        fail(f"{fat}.annotation", f"{shown(f['annotation'], 100)} is not a Python expression")
     if sum(k in f for k in ("default", "default_expr", "required")) != 1:
         fail(fat, "expected exactly one of 'default', 'default_expr' and 'required'")

@@ -43,20 +43,29 @@ def _peak():
     except (OSError, StopIteration):
         pass
 atexit.register(_peak)
-runpy.run_module('compat', run_name='__main__', alter_sys=True)
 """
+_RUN_CLI = "runpy.run_module('compat', run_name='__main__', alter_sys=True)\n"
 
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory. ``stdout``:
     a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone, /dev/full)."""
+    return _run_measured(_MEASURED + _RUN_CLI, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
+
+
+def run_python(code: str, *, timeout=120) -> Run:
+    """Python ``code`` in a child (this checkout's compat importable), with its exit code, output and peak memory."""
+    return _run_measured(_MEASURED + code, [], timeout=timeout)
+
+
+def _run_measured(program: str, args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     with tempfile.TemporaryDirectory() as scratch:
         peak = Path(scratch) / "peak"
         full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {}),
                     "HOSTILE_PEAK_FILE": str(peak)}
         full_env.pop("MCORE_COMPAT_TRACEBACK", None)
         with open(peak.with_name("out"), "w+b") as out, open(peak.with_name("err"), "w+b") as err:
-            proc = subprocess.Popen([sys.executable, "-c", _MEASURED, *map(str, args)], cwd=cwd or ROOT,
+            proc = subprocess.Popen([sys.executable, "-c", program, *map(str, args)], cwd=cwd or ROOT,
                                     env=full_env, stdout=out if stdout is None else stdout, stderr=err,
                                     stdin=subprocess.DEVNULL)
             try:
@@ -64,7 +73,7 @@ def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-                shown = " ".join(map(str, args))[:200]
+                shown = " ".join(map(str, args))[:200] or program[-200:]
                 raise AssertionError(f"{shown} did not finish in {timeout}s (a hang)") from None
             out.seek(0)
             err.seek(0)
@@ -299,3 +308,55 @@ def _pieces(head: bytes, chunk: bytes, count: int) -> bytes:
         return c.compress(data) + c.flush(zlib.Z_FULL_FLUSH)
 
     return piece(head) + piece(chunk) * count + zlib.compressobj(9, zlib.DEFLATED, -15).flush()
+
+
+# ------------------------------------------------------------------------------------ issue 17: round 2
+def flipped_config(version: str = "0.19.2") -> str:
+    """The registry's DDPConfig of ``version`` with one default flipped (a real break the gate must see)."""
+    source = config_source(version)
+    assert "    grad_reduce_in_fp32: bool = False\n" in source
+    return source.replace("    grad_reduce_in_fp32: bool = False\n", "    grad_reduce_in_fp32: bool = True\n")
+
+
+def duplicate_member_wheel(path: Path, version: str = "0.20.0") -> Path:
+    """The real config first, a flipped default last, under one member name (an installer keeps the last)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns "Duplicate name" and writes it anyway
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(f"megatron_core-{version}.dist-info/METADATA", metadata(version))
+            z.writestr(DDP_PATH, config_source())
+            z.writestr(OPTIMIZER_PATH, config_source(optimizer=True))
+            z.writestr(DDP_PATH, flipped_config())
+    return path
+
+
+def decoy_sdist_members(version: str = "0.20.0", decoy_prefix: str = "") -> list:
+    """An sdist whose project directory holds the flipped config, plus a decoy package with the registry's
+    config at ``decoy_prefix`` (shorter than the project directory)."""
+    real = f"megatron_core-{version}/"
+    return [tar_member(real + "PKG-INFO", metadata(version).encode()),
+            tar_member(real + DDP_PATH, flipped_config().encode()),
+            tar_member(real + OPTIMIZER_PATH, config_source(optimizer=True).encode()),
+            tar_member(decoy_prefix + DDP_PATH, config_source().encode()),
+            tar_member(decoy_prefix + OPTIMIZER_PATH, config_source(optimizer=True).encode())]
+
+
+def dataclass_with_check(test: str, annotation: str = "int", default: str = "1") -> str:
+    """A one-field dataclass C whose ``__post_init__`` asserts ``test`` (with an f-string message)."""
+    return (f"from dataclasses import dataclass\n@dataclass\nclass C:\n    x: {annotation} = {default}\n"
+            f"    def __post_init__(self):\n        assert {test}, f'x is {{self.x!r}}'\n")
+
+
+PRECHECK_PROGRAM = """
+import json
+from compat import precheck
+from compat.extract import extract_class
+from compat.registry import schema_from_snapshot
+schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"))
+env = precheck.environment(schema, {{"x": {value}}})
+found, counts = precheck.run(schema, env)
+message = str(precheck.error_for(found, env, schema)) if found else None
+print(json.dumps({{"fires": found is not None, **counts, "message": message}}))
+"""

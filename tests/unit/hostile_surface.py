@@ -8,6 +8,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
+from compat.pysource import MAX_FILE_TOKENS
+
 UTILS = "def unwrap_model(model):\n    return model\n"
 _BASE = {"megatron/core/__init__.py": "", "megatron/core/utils.py": UTILS}
 
@@ -99,6 +101,12 @@ def many_keywords(tmp: Path, count: int = 1000, releases: int = 3) -> dict:
     return _gate(tmp, {}, f"from megatron.core.utils import unwrap_model\nunwrap_model(None, {keywords})\n", releases)
 
 
+def many_lines(tmp: Path, count: int = 100_000) -> dict:
+    """A name the candidate lacks, imported once and called on ``count`` lines: one finding that lists the other
+    lines (``also_at``), built in time linear in the lines."""
+    return _gate(tmp, {}, "from megatron.core.utils import absent\n" + "absent()\n" * count)
+
+
 # ---- item 5: what the model reads ----------------------------------------------------------------------------------
 def deep_member(tmp: Path, depth: int = 30_000) -> dict:
     """One member 30,000 directories deep (a 60 kB name): module names used to be built for every prefix."""
@@ -118,14 +126,14 @@ def dense_source(tmp: Path, size: int = (8 << 20) - 64) -> dict:
 
 
 def dense_at_file_caps(tmp: Path) -> dict:
-    """A file just under the per-file caps (399,990 tokens): parsed, the densest a parsed file can be."""
-    return _gate(tmp, {"megatron/core/dense.py": _dense(399_990)}, "from megatron.core.dense import Y, Z\n")
+    """A file just under the per-file token cap: parsed, the densest a parsed file can be."""
+    return _gate(tmp, {"megatron/core/dense.py": _dense(MAX_FILE_TOKENS - 10)}, "from megatron.core.dense import Y, Z\n")
 
 
-def dense_past_budget(tmp: Path, files: int = 12) -> dict:
-    """``files`` files each just under the per-file caps: together past the 4 M-token budget of one candidate
+def dense_past_budget(tmp: Path, files: int = 30) -> dict:
+    """``files`` files each just under the per-file token cap: together past the node budget of one candidate
     (exit 3), each parsed and dropped in turn."""
-    body = _dense(399_990)
+    body = _dense(MAX_FILE_TOKENS - 10)
     return _gate(tmp, {f"megatron/core/dense{i}.py": body for i in range(files)}, "import megatron.core\n")
 
 
@@ -137,6 +145,7 @@ CASES: dict[str, Callable[[Path], dict]] = {
     "class-chain-3000-deep": class_chain,
     "call-with-1000-unknown-keywords": many_keywords,
     "call-with-100000-unknown-keywords": lambda tmp: many_keywords(tmp, 100_000),
+    "missing-name-used-on-100000-lines": many_lines,
     "member-30000-directories-deep": deep_member,
     "dense-8-mib-source-member": dense_source,
     "dense-source-at-the-file-caps": dense_at_file_caps,

@@ -26,6 +26,7 @@ import pytest
 import compat
 import hostile_inputs as H
 from compat import CompatError, VersionError
+from compat.errors import InvalidValueError
 from compat import vendor as vendor_module
 from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
                             MAX_TAR_HEADERS_TOTAL, MAX_TAR_STREAM_BYTES, CandidateError, open_source)
@@ -343,6 +344,52 @@ def _closed_stdout(tmp: Path) -> dict:
     return {"args": ["fields", "--mcore", "0.19.2"], "stdout": -1}
 
 
+# ------------------------------------------------------------------------------------ issue 17 (round 2) builders
+def _from_file(make: Callable[[Path], Path], *extra: str) -> Callable[[Path], dict]:
+    return lambda tmp: cli("explain", "--from", make(tmp), *extra)
+
+
+def _json_file(text: str) -> Callable[[Path], Path]:
+    return lambda tmp: _put(tmp, "overrides.json", text.encode())
+
+
+def _dense_source() -> str:
+    """About 1.6 MiB (under the byte cap) of one-character statements: over the token cap."""
+    return "a;" * 800_000 + "\n"
+
+
+def _wheel_with_ddp(ddp: str, version: str = "0.20.0") -> Callable[[Path], dict]:
+    return lambda tmp: cli("gate", H.wheel(tmp / f"megatron_core-{version}-py3-none-any.whl", version=version, ddp=ddp))
+
+
+def _three_dense_config_files(tmp: Path) -> dict:
+    """Every config file the gate parses, each padded to just under the per-file token cap (the gate's most
+    parsing for one candidate)."""
+    from compat.pysource import MAX_FILE_TOKENS
+
+    pad = "\n" + "a;" * (MAX_FILE_TOKENS // 2 - 30_000) + "\n"
+    transformer = "megatron/core/transformer/transformer_config.py"
+    return cli("gate", H.wheel(tmp / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0",
+                               ddp=H.config_source() + pad, optimizer=H.config_source(optimizer=True) + pad,
+                               members={transformer: pad}))
+
+
+def _sdist_with(members: Callable[[], list]) -> Callable[[Path], dict]:
+    return _sdist(lambda: H.sdist_bytes(members()))
+
+
+def _same_registry_and_matrix(tmp: Path) -> dict:
+    reg = _registry_copy(tmp)
+    return cli("gate", H.wheel(tmp / "w.whl", version="0.20.0"), "--accept", "--registry", reg, "--matrix", reg)
+
+
+def _registry_unchanged(tmp: Path, run: H.Run) -> None:
+    assert (tmp / "registry.json").read_bytes() == (COMPAT_DATA / "registry.json").read_bytes()
+
+
+def _blanks_key(tmp: Path) -> dict:
+    return cli("explain", "--set", "a" + " " * 100_000 + "b=1")
+
 # ------------------------------------------------------------------------------------ the catalogue
 CATALOGUE: dict[str, Attack] = {
     # ---- 1. unbounded reads
@@ -579,6 +626,56 @@ CATALOGUE: dict[str, Attack] = {
     "vendor-symlinked-data-dir": Attack(9, lambda tmp: cli("vendor", _symlinked_data(tmp)), 3,
                                         "refusing to write through symlink",
                                         after=lambda tmp, run: _nothing_outside(tmp)),
+
+    # ---- issue 17 (round 2): bounded parsing, explain --from, archives read as installed, one-line errors
+    "r2-source-member-over-parse-cap": Attack(
+        1, _wheel_with_ddp("x = 1\n" * 1_300_000), 3, "over the 2097152-byte cap on one parsed source file",
+        max_rss_mib=BOMB_RSS_MIB),
+    "r2-dense-source-under-byte-cap": Attack(
+        1, _wheel_with_ddp(_dense_source()), 3, "over the cap on one parsed source file", max_rss_mib=BOMB_RSS_MIB),
+    "r2-five-nested-powers-in-a-default": Attack(
+        1, _wheel_with_ddp(H.config_source(extra="big: int = ((((2**64)**64)**64)**64)**64")), 1,
+        "((((2 ** 64) ** 64) ** 64) ** 64) ** 64", max_rss_mib=BOMB_RSS_MIB),
+    "r2-hex-default-past-the-digit-limit": Attack(
+        7, _wheel_with_ddp(H.config_source(extra="big: int = 0x" + "f" * 4000)), 3, "int-to-str digit limit"),
+    "r2-default-expression-over-cap": Attack(
+        1, _wheel_with_ddp(H.config_source(extra="big: int = max(" + ", ".join(["1"] * 4000) + ")")), 3,
+        "over the 10000-character cap"),
+    "r2-explain-from-fifo": Attack(6, _from_file(lambda tmp: H.fifo(tmp / "in.json")), 2, "is not a regular file"),
+    "r2-explain-from-dev-zero": Attack(6, _from_file(lambda tmp: Path("/dev/zero")), 2, "is not a regular file",
+                                       max_rss_mib=BOMB_RSS_MIB),
+    "r2-explain-from-over-cap": Attack(1, _from_file(lambda tmp: H.sparse(tmp / "big.json", 1 << 30)), 2,
+                                       "over the 1048576-byte read cap", max_rss_mib=BOMB_RSS_MIB),
+    "r2-explain-from-duplicate-key": Attack(7, _from_file(_json_file('{"bucket_size": 1, "bucket_size": 2}')), 2,
+                                            "key 'bucket_size' is given more than once"),
+    "r2-explain-from-nan": Attack(7, _from_file(_json_file('{"bucket_size": NaN}')), 2, "NaN is not a JSON value"),
+    "r2-explain-from-infinity-json": Attack(7, _from_file(_json_file('{"bucket_size": -Infinity}'), "--json"), 2,
+                                            "-Infinity is not a JSON value"),
+    "r2-explain-from-overflowing-float": Attack(7, _from_file(_json_file('{"bucket_size": 1e999}')), 2,
+                                                "1e999 is not a finite number"),
+    "r2-explain-from-name-with-escape-and-newline": Attack(
+        8, lambda tmp: cli("explain", "--from", str(tmp / "in\x1b[31m\nx.json")), 2, "in\\x1b[31m\\nx.json"),
+    "r2-error-with-a-run-of-blanks": Attack(7, _blanks_key, 3, "characters left out"),
+    "r2-wheel-two-members-one-name": Attack(
+        7, lambda tmp: cli("gate", H.duplicate_member_wheel(tmp / "megatron_core-0.20.0-py3-none-any.whl")), 3,
+        f"has two members at '{DDP_PATH}'"),
+    "r2-sdist-decoy-outside-the-project-directory": Attack(
+        7, _sdist_with(H.decoy_sdist_members), 3, "no single top-level directory"),
+    "r2-sdist-decoy-beside-src-layout": Attack(
+        7, _sdist_with(lambda: H.decoy_sdist_members(decoy_prefix="megatron_core-0.20.0/src/")), 3,
+        "both megatron/ and src/megatron/"),
+    "r2-sdist-two-members-one-name": Attack(
+        7, _sdist_with(lambda: [*H.sdist_members("0.20.0"),
+                                H.tar_member(f"megatron_core-0.20.0/{DDP_PATH}", H.flipped_config().encode())]), 3,
+        f"has two members at 'megatron_core-0.20.0/{DDP_PATH}'"),
+    "r2-wheel-purelib-member-over-a-root-member": Attack(
+        7, lambda tmp: cli("gate", H.wheel(tmp / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0", members={
+            f"megatron_core-0.20.0.data/purelib/{DDP_PATH}": H.flipped_config()})), 3,
+        f"has two members at '{DDP_PATH}'"),
+    "r2-accept-registry-is-matrix": Attack(7, _same_registry_and_matrix, 3, "--registry and --matrix both name",
+                                           after=_registry_unchanged),
+    "r2-resolve-schema-not-a-schema": Attack(7, None, None, "expected a Schema from compat.live_schema",
+                                             api=lambda tmp: compat.resolve(schema="x"), error=InvalidValueError),
 }
 
 
@@ -917,3 +1014,181 @@ def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
     with pytest.raises(WriteError, match="it is read-only; the previous content is unchanged"):
         atomic_write_text(target, "new\n")
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["VENDORED.json"]
+
+
+# ------------------------------------------------------------------------------------ issue 17: the evaluator
+EVALUATOR_BOMBS = {  # a candidate's check -> what it would allocate if it were evaluated
+    "repeat-of-a-repeat": "'a' * 10000 * 10000 * 30 == ''",  # 3 GB
+    "star-width": "'%*d' % (2000000000, 1) == ''",  # 1.9 GB
+    "huge-zero-pad": "'%0999999999d' % 1 == ''",  # 1 GB
+    "str-of-a-nested-repeat": "len(str([[self.x] * 10000] * 10000)) > 0",  # 300 MB of text
+    "equal-100m-lists": "[0] * 10000 * 10000 == [0] * 10000 * 10000",  # 1.6 GB
+    "many-widths": "'%999d' * 1000 % tuple([1] * 1000) == ''",  # 1 MB per width, 1,000 of them
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVALUATOR_BOMBS))
+def test_evaluator_skips_a_check_that_would_exceed_its_caps(name):
+    """In a child: the check is counted as not evaluated (never guessed), and the child stays small."""
+    run = H.run_python(H.PRECHECK_PROGRAM.format(source=H.dataclass_with_check(EVALUATOR_BOMBS[name]), value="1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    assert (out["fires"], out["evaluated"], out["not_evaluated"]) == (False, 0, 1), out
+    if run.max_rss_mib == run.max_rss_mib:
+        assert run.max_rss_mib < 200, f"peak memory {run.max_rss_mib:.0f} MiB"
+
+
+@pytest.mark.parametrize("test, value, fires", [
+    ("self.x * self.x * self.x < 5", "10 ** 200000", None),  # a user's 200,000-digit int: skipped
+    ("self.x < 5", "10 ** 200000", None),
+    ("self.x < 5", "10 ** 1000", True),  # under the int cap: checked, refused, shown
+    ("self.x * 3 < 5", "1", False),
+    ("len('ab' * 3) == 7", "1", True),  # small values are still evaluated
+    ("'%5d|' % self.x == '    1|'", "1", False),
+])
+def test_evaluator_bounds_ints_and_still_evaluates_small_values(test, value, fires):
+    run = H.run_python(H.PRECHECK_PROGRAM.format(source=H.dataclass_with_check(test), value=value))
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    assert out["fires"] is bool(fires) and out["not_evaluated"] == (1 if fires is None else 0), out
+    if fires:
+        assert out["message"].startswith("megatron-core 0.99.0 rejects") and len(out["message"]) < 5000
+
+
+def test_rendered_message_leaves_a_large_value_as_its_expression():
+    from compat.evaluate import MAX_VALUE_SIZE, render
+
+    env = {"x": [0] * MAX_VALUE_SIZE, "y": 10 ** 5000, "z": [0] * 3}
+    assert render("f'x={self.x!r} y={self.y} n={len(self.x)} z={self.z!r}'", env) == \
+        "x={self.x} y={self.y} n={len(self.x)} z=[0, 0, 0]"
+
+
+def test_errors_show_a_large_or_unshowable_value_bounded():
+    from compat.errors import ConstraintError, FieldTypeError, value_repr
+
+    assert value_repr(10 ** 5000) == f"<an int of {(10 ** 5000).bit_length()} bits>"  # repr() would raise
+    assert value_repr([10 ** 5000]) == "<a list that cannot be shown>"
+    assert value_repr(list(range(10 ** 6))).endswith("15, ...]") and len(value_repr("a" * 10 ** 6)) <= 300
+    assert value_repr({"a": [1, 2]}) == "{'a': [1, 2]}"
+    error = FieldTypeError("ddp_bucket_size", [[0] * 10 ** 6] * 1000, "int")
+    assert len(str(error)) < 600 and str(error).startswith("field 'ddp_bucket_size': expected int, got list [[0, 0")
+    assert "x=<an int of" in str(ConstraintError("r", "m", {"x": 10 ** 5000}, "0.19.2"))
+
+
+def test_one_line_is_bounded_and_keeps_both_ends():
+    from compat.errors import MAX_LINE_CHARS, one_line
+
+    line = one_line("start" + " " * 1_000_000 + "\x1b[31m" + "y" * 3_000_000 + " the cause\n")
+    assert line.startswith("start ") and line.endswith(" the cause") and "\x1b" not in line
+    assert len(line) < MAX_LINE_CHARS + 100 and "characters left out" in line
+    assert one_line("a \t\n b\x1b") == "a b\\x1b"
+
+
+def test_explain_set_refuses_nan_and_overflowing_floats():
+    for raw in ("NaN", "-Infinity", "1e999"):
+        run = H.run_cli(["explain", "--set", f"bucket_size={raw}"])
+        assert run.returncode == 2 and raw in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------ issue 17: checkpoints, locks
+def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
+    from compat.cli import main
+    from compat.gate import ckpt as gate_ckpt
+
+    wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
+    assert main(["gate", wheel]) == 0 and "## Checkpoints" in capsys.readouterr().out  # the section, when readable
+
+    for bad in ({"pairs": [{"saved_on": "0.19.2"}]}, {"pairs": "x"}, [], {"pairs": [
+            {"saved_on": "x", "loaded_on": "0.20.0", "exact": [], "failures": [], "losses": []}]}):
+        monkeypatch.setattr(gate_ckpt, "load_json", lambda name, bad=bad: bad)
+        code = main(["gate", wheel])
+        out, err = capsys.readouterr()
+        assert code == 0 and "COMPATIBLE" in out and "## Checkpoints" not in out, out
+        assert err.count("\n") == 1 and err.startswith("warning: compat/data/ckpt_lane.json"), err
+
+
+def test_lost_tensor_names_are_escaped():
+    from compat.gate.ckpt import sentences
+
+    verdict = {"status": "measured", "saved_on": "0.18.2", "loaded_on": "0.19.2", "exact": [], "failures": [],
+               "losses": [{"variant": "plain", "lost": ["exp_avg\n# injected", "*bold*"], "message": "m"}]}
+    line = sentences(verdict)[0]
+    assert "\n" not in line and "`exp_avg\\n# injected`" in line and "`*bold*`" in line
+
+
+def test_ckpt_verdicts_refuses_a_non_version_in_one_line(tmp_path, capsys):
+    sys.path.insert(0, str(H.ROOT))
+    from tools import ckpt_verdicts
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"pairs": {"a": {"old": "x.y", "new": "not a version", "variants": {}}}}))
+    assert ckpt_verdicts.main(["--results", str(results), "--out", str(tmp_path / "out.json")]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "not a version" in err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_lock_held_by_this_thread_is_refused_at_once(tmp_path):
+    from compat.errors import CompatError as Err
+    from compat.fsutil import locked
+
+    path = tmp_path / "registry.json"
+    with locked(path):
+        with pytest.raises(Err, match="already locked by this command"):
+            with locked(tmp_path / "." / "registry.json", timeout=60):
+                pass
+    with locked(path):  # released: a later lock is fine
+        pass
+
+
+def test_the_most_parsing_the_config_gate_does_stays_bounded(tmp_path):
+    """Every config file the gate reads, each just under the per-file token cap: a verdict (whatever a missing
+    TransformerConfig means to the gate), no error, and the child far under the bomb limit."""
+    run = H.run_cli(_three_dense_config_files(tmp_path)["args"])
+    assert run.returncode in (0, 1) and run.stderr == "", run.stderr[-2000:]
+    if run.max_rss_mib == run.max_rss_mib:
+        assert run.max_rss_mib < BOMB_RSS_MIB, f"peak memory {run.max_rss_mib:.0f} MiB"
+
+
+# ------------------------------------------------------------------------------------ issue 17: parse_source
+def test_parse_source_refuses_over_its_caps_before_parsing():
+    from compat.pysource import SourceTooLargeError, SourceUnparsableError, parse_source
+
+    assert parse_source(b"x = 1\n", "ok.py").body[0].lineno == 1
+    with pytest.raises(SourceTooLargeError, match="over the 10-byte cap"):
+        parse_source(b"x = 1\n" * 2, "m.py", max_bytes=10)
+    with pytest.raises(SourceTooLargeError, match="holds over 5 tokens"):
+        parse_source("a;" * 3, "m.py", max_tokens=5)
+    with pytest.raises(SourceUnparsableError, match="int-to-str digit limit"):
+        parse_source("x = 0x" + "f" * 4000, "m.py")
+    with pytest.raises(SourceUnparsableError, match=r"cannot parse 'm\\x1b.py'"):
+        parse_source("def (:", "m\x1b.py")
+    with pytest.raises(SourceUnparsableError, match="nested too deeply"):
+        parse_source("x = " + "-" * 100_000 + "1", "m.py")
+
+
+def test_a_source_budget_is_shared_by_the_files_of_one_source():
+    from compat.pysource import SourceBudget, SourceTooLargeError, parse_source
+
+    budget = SourceBudget(max_bytes=1000, max_nodes=100)
+    parse_source("a;" * 10, "a.py", budget)  # 20 tokens; 31 nodes: the module, 10 statements, 10 names, 10 contexts
+    parse_source("a;" * 10, "b.py", budget)  # 31 + 2 x 20 reserved: within
+    assert budget.nodes == 62
+    with pytest.raises(SourceTooLargeError, match="parsed up to 'c.py' may add up to 102 syntax tree nodes"):
+        parse_source("a;" * 10, "c.py", budget)  # 62 + 2 x 20 reserved: refused before it is parsed
+    with pytest.raises(SourceTooLargeError, match="parsed up to 'd.py' add up to 4 syntax tree nodes"):
+        parse_source("a", "d.py", SourceBudget(max_nodes=3))  # 2 reserved, 4 counted
+    with pytest.raises(SourceTooLargeError, match="add up to 1081 bytes, over the 1000-byte cap"):
+        SourceBudget(max_bytes=1000).reserve("e.py", 1081, 0)
+
+
+def test_the_checks_of_one_call_share_one_work_budget():
+    """400 checks that each build a 99,000-character string: the first ones are evaluated, the rest are counted as
+    not evaluated once the call's budget is spent (16 M characters), instead of 400 x 99 KB of work per call."""
+    body = "".join("        assert len('a' * 99000) > 0, 'never'\n" for _ in range(400))
+    source = H.dataclass_with_check("self.x > 0") + body
+    run = H.run_python(H.PRECHECK_PROGRAM.format(source=source, value="1"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout)
+    assert out["checks"] == 401 and not out["fires"], out
+    assert 100 < out["evaluated"] < 200 and out["evaluated"] + out["not_evaluated"] == 401, out

@@ -123,8 +123,8 @@ def test_a_file_over_the_parse_caps_is_unparsed_and_the_candidate_over_its_budge
     model = build_model(open_source(S.wheel(tmp_path / "a", files)))
     assert model["unparsed"] == ["megatron/core/dense.py"] and model["modules"]["megatron.core.dense"]["ga"]
     many = {f"megatron/core/m{i}.py": S._dense(2000) for i in range(5)}
-    with pytest.raises(CandidateError, match="over the .*-token cap for one source"):
-        build_model(open_source(S.wheel(tmp_path / "b", many)), budget=SourceBudget(max_tokens=5000))
+    with pytest.raises(CandidateError, match="node cap for one source"):
+        build_model(open_source(S.wheel(tmp_path / "b", many)), budget=SourceBudget(max_nodes=5000))
 
 
 def test_all_append_and_extend_are_exports(tmp_path):

@@ -206,11 +206,12 @@ def check(scan, surface: Surface) -> list[Finding]:
     """Every use that fails or is deprecated on ``surface``, de-duplicated, in file and line order."""
     findings: dict[tuple, Finding] = {}
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
-    failing_at: dict[tuple, set] = {}  # (path, line) -> names with a finding there
+    failing_at: dict[tuple, _Names] = {}  # (path, line) -> names with a finding there
+    assigned = _Names(scan.sets)
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
         if use.how == "override" or use.via == SELF_ATTRIBUTE:
             continue  # the class contract: overrides.py
-        if _assigned_by_project(use.name, scan.sets):
+        if _assigned_by_project(use.name, assigned):
             continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)
         for failure in failures:
@@ -220,17 +221,19 @@ def check(scan, surface: Surface) -> list[Finding]:
             folds = use.how not in ("module", "import") if first is not None and first.use in ("module", "import") \
                 else through
             if first is not None and folds and (not first.guarded or guard is not None):
-                if use.line != first.line and use.line not in first.also_at:
+                # uses come in line order: a line already listed is the last one (no scan of the list)
+                if use.line != first.line and (not first.also_at or first.also_at[-1] != use.line):
                     first.also_at.append(use.line)
                 continue
             line = failure.line or use.line
             key = (use.path, line, failure.name, failure.kind)
-            if key in findings or _under_reported(failing_at.get((use.path, use.line), ()), failure.name):
-                continue
+            here = failing_at.get((use.path, use.line))
+            if key in findings or (here is not None and here.below(failure.name, ".")):
+                continue  # a.b is missing on this line: a.b.c is not reported as well
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
                               failure.detail, use=use.how, _use=use, _failure=failure)
             findings[key] = finding
-            failing_at.setdefault((use.path, line), set()).add(failure.name)
+            failing_at.setdefault((use.path, line), _Names()).add(failure.name)
             if use.how in ("module", "import") or use.name == failure.name:
                 import_failures[(use.path, failure.name)] = finding  # later uses through an alias point here
         if not failures:
@@ -240,27 +243,32 @@ def check(scan, surface: Surface) -> list[Finding]:
                     guard = _guard_of(use, DEPRECATED, use.name, "", surface)
                     findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
                                             note, use=use.how, _use=use)
+                    failing_at.setdefault((use.path, use.line), _Names()).add(use.name)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
 
 
-def _assigned_by_project(name: str, sets: set) -> bool:
+def _assigned_by_project(name: str, sets: "_Names") -> bool:
     """``ckpt_base.async_calls = Queue()`` makes ``ckpt_base.async_calls`` and everything read off it the
     project's own (one rule for monkeypatches and attributes it creates)."""
-    parts = name.split(".")
-    return any(".".join(parts[:i]) in sets for i in range(2, len(parts) + 1))
+    return name in sets.names or sets.below(name, ".")
 
 
-def _under_reported(failing_here, name: str) -> bool:
-    """A failure below a name already failing on the same line (``a.b`` missing: do not also report ``a.b.c``)."""
-    return any(prefix in failing_here for prefix in _dotted_prefixes(name))
+class _Names:
+    """Failing names, asked whether a name hangs off one of them (``a.b`` for ``a.b.c`` or ``a.b(k=)``). Only
+    prefixes as long as a held name are tried: the cost does not grow with the name's length or the set's size."""
 
+    def __init__(self, names=()):
+        self.names: set = set()
+        self.lengths: set = set()
+        for name in names:
+            self.add(name)
 
-def _dotted_prefixes(name: str):
-    """``a.b.c(k=)`` -> ``a``, ``a.b``: the names ``name`` hangs off at a dot (before any call parenthesis)."""
-    end = name.find(".")
-    while end != -1:
-        yield name[:end]
-        end = name.find(".", end + 1)
+    def add(self, name: str) -> None:
+        self.names.add(name)
+        self.lengths.add(len(name))
+
+    def below(self, name: str, separators: str) -> bool:
+        return any(n < len(name) and name[n] in separators and name[:n] in self.names for n in self.lengths)
 
 
 SUGGEST_BUDGET = 1_000_000  # names compared for close matches in one check; past it, findings get none
@@ -317,7 +325,7 @@ def histories(findings: list, releases: dict[str, Surface], candidate: str | Non
     for version, surface in releases.items():
         for use, group in groups:
             failures, notes = evaluate(use, surface)
-            failing = {f.name for f in failures}
+            failing = _Names(f.name for f in failures)
             for f in group:
                 works = (not failures and not notes) if f.kind == DEPRECATED else not _blocked(failing, f.name)
                 if works:
@@ -352,12 +360,9 @@ def _history(finding: Finding, present: list, ordered: list, candidate: str | No
     return out
 
 
-def _blocked(failing: set, name: str) -> bool:
+def _blocked(failing: _Names, name: str) -> bool:
     """A failure in ``failing`` also takes ``name`` down: the same name, or the module/callable it hangs off."""
-    if name in failing:
-        return True
-    lengths = {len(f) for f in failing}  # only prefixes of these lengths can match (a long name costs no more)
-    return any(n < len(name) and name[n] in ".(" and name[:n] in failing for n in lengths)
+    return name in failing.names or failing.below(name, ".(")
 
 
 def _ranges(present: list, ordered: list) -> list[str]:

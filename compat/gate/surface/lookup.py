@@ -69,6 +69,14 @@ class Surface:
 
     # ---- names ---------------------------------------------------------------------------------------------
     def resolve(self, name: str) -> Resolution:
+        """What ``name`` denotes (memoised: a name used on many lines is resolved once; read the result, never
+        change it)."""
+        key = ("resolve", name)
+        if key not in self._memo:
+            self._memo[key] = self._resolve(name)
+        return self._memo[key]
+
+    def _resolve(self, name: str) -> Resolution:
         parts = name.split(".")
         if parts[0] != "megatron":
             return Resolution([OPAQUE])
@@ -92,6 +100,7 @@ class Surface:
     def member(self, target: Target, name: str) -> list:
         return self._run(self._member_g(target, name))
 
+    # ``seen`` is ignored: cycles are found by the lookup machine (kept for callers of the recursive form)
     def module_member(self, module: str, name: str, seen=None) -> list:
         return self._query(("mm", module, name))
 

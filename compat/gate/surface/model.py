@@ -26,7 +26,8 @@ import re
 from pathlib import PurePosixPath
 
 from ...errors import CandidateError, shown
-from ...pysource import SourceBudget, SourceTooLargeError, SourceUnparsableError, parse_source
+from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
+                         parse_source, size_of)
 
 MODEL_FORMAT = 5
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
@@ -420,9 +421,9 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
     entry["p"] = int(entry["p"] or is_package)
     try:
         tree = parse_source(source, path, budget)
-    except (SourceTooLargeError, SourceUnparsableError):
-        if budget is not None and (budget.bytes > budget.max_bytes or budget.tokens > budget.max_tokens):
-            raise  # the candidate as a whole, not this file
+    except (SourceTooLargeError, SourceUnparsableError) as exc:
+        if isinstance(exc, SourceTooLargeError) and _within_file_caps(source):
+            raise  # the candidate as a whole is over its budget, not this file over its caps
         model["unparsed"].append(path)
         entry["ga"] = 1  # unreadable: accept anything rather than report false removals
         return
@@ -445,6 +446,10 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
         entry["mdep"] = note
     if scope.dep:
         entry["dep"] = scope.dep
+
+
+def _within_file_caps(source: bytes) -> bool:
+    return len(source) <= MAX_FILE_BYTES and size_of(source, MAX_FILE_TOKENS) <= MAX_FILE_TOKENS
 
 
 def build_model(source, *, sha256: str | None = None, version: str | None = None,
