@@ -104,10 +104,14 @@ def check_inherited(scan, surface: Surface, releases: dict) -> list[Finding]:
     and the candidate's base no longer does (``self.model_comm_pgs`` once the base sets ``self.pg_collection``).
     An attribute no release of the base ever set is not claimed: something else may set it."""
     findings: dict = {}
+    known: dict = {}  # name -> the releases whose base sets it, or None where the candidate's does (each once)
     for use in scan.uses:
-        if use.via != SELF_ATTRIBUTE or _sets_on_self(surface, use.name) is not False:
+        if use.via != SELF_ATTRIBUTE:
             continue
-        had = [v for v, other in releases.items() if _sets_on_self(other, use.name)]
+        if use.name not in known:
+            missing = _sets_on_self(surface, use.name) is False
+            known[use.name] = [v for v, other in releases.items() if _sets_on_self(other, use.name)] if missing else None
+        had = known[use.name]
         if not had:
             continue
         key = (use.path, use.name)
