@@ -19,6 +19,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -120,8 +121,14 @@ def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
             blobs.append((obj.decode(), path.decode("utf-8", "surrogateescape")))
     proc = subprocess.Popen(["git", "-C", str(gitdir), "cat-file", "--batch"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
-    proc.stdin.write("".join(f"{obj}\n" for obj, _ in blobs).encode())
-    proc.stdin.close()
+    requests = "".join(f"{obj}\n" for obj, _ in blobs).encode()
+
+    def feed() -> None:  # in a thread: writing every request before reading deadlocks once both pipes fill
+        proc.stdin.write(requests)
+        proc.stdin.close()
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
     for obj, path in blobs:
         header = proc.stdout.readline().split()
         if len(header) < 3:  # "<sha> missing": a blob the snapshot does not hold
@@ -131,6 +138,7 @@ def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
         target = dest / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+    writer.join()
     proc.wait()
     return sha
 

@@ -79,4 +79,6 @@ def register(sub) -> None:
                         "(--against V: the release it runs on now)")
     p.add_argument("--window", metavar="LOW..HIGH",
                    help="with --project: check every release in the range, one table (use x release)")
+    p.add_argument("--all-rows", action="store_true",
+                   help="with --window: also list uses that fail the same way on every release of the range")
     p.set_defaults(func=cmd_gate)

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from ... import version as _v
 from ...errors import VersionError
 from . import guards as g
-from .lookup import Surface
+from .lookup import OPAQUE, Surface, Target
+from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
 MISSING_NAME = "missing name"
@@ -15,11 +16,12 @@ MISSING_MEMBER = "missing member"
 UNEXPECTED_KEYWORD = "unexpected keyword"
 MISSING_REQUIRED = "missing required argument"
 TOO_MANY_POSITIONAL = "too many positional arguments"
+OVERRIDE = "override signature"  # megatron calls a project override with what it cannot take
 GIVEN_TWICE = "argument given twice"  # a positional argument now lands on a parameter also passed by keyword
 DEPRECATED = "deprecated"
 NOT_SHIPPED = "not shipped in the wheel"
 BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
-            GIVEN_TWICE)
+            GIVEN_TWICE, OVERRIDE)
 KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
            UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
@@ -124,7 +126,8 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
         return [Failure(kind, failing, res.resolved, res.missing)], notes
     if use.how != "call":
         return [], notes
-    raw = [surface.call_signature(t) for t in res.targets]
+    targets = [_after_in_mro(t, surface) for t in res.targets] if use.via == SUPER_AFTER else res.targets
+    raw = [surface.call_signature(t) for t in targets]
     if not raw or any(s is None for s in raw):
         return [], notes
     sigs = [_params(surface, s) for s in raw]
@@ -152,6 +155,14 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     return failures, notes
 
 
+def _after_in_mro(target: Target, surface: Surface) -> Target:
+    """``super(Base, self).__init__``: the class after Base in Base's MRO (what Python calls)."""
+    if target.kind != "class":
+        return OPAQUE
+    order = surface.mro(target.name)
+    return order[1] if len(order) > 1 and order[1].kind == "class" else OPAQUE
+
+
 def _params(surface: Surface, sig: dict) -> _Params:
     """The indexed form of a signature the surface returned (signatures are memoised there, so index each once)."""
     key = ("params", id(sig))
@@ -166,17 +177,21 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
     raised = _RAISES.get(kind)
     if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
         raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
-    names = {wanted} | set(failing.split("(")[0].split("."))
+    names = {wanted, failing.split("(")[0]} | set(failing.split("(")[0].split("."))
+    if use.how in ("attribute", "call") and kind in (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER):
+        names |= set(use.name.split("."))  # ``if Old is not None: Old()`` protects any failure on Old's way
     for guard in use.guards:
-        gkind, line, detail = guard
+        gkind, line, detail, note = guard
         if gkind in (g.FALLBACK, g.PROBE_ELSE):
-            if all(_resolves(surface, name) for name in detail):
+            if detail and all(_resolves(surface, name) for name in detail):
                 what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
                 return f"{gkind} that is not taken: {what} at line {line} resolve"
             continue
+        if gkind == g.PROBE_TAKEN and detail and not all(_resolves(surface, name) for name in detail):
+            return f"{gkind} that is not taken: the probe at line {line} finds nothing here"
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
-            return f"{what} (line {line})"
+            return f"{what} (line {line})" + (f"; {note}" if note else "")
     return None
 
 
@@ -192,14 +207,20 @@ def check(scan, surface: Surface) -> list[Finding]:
     findings: dict[tuple, Finding] = {}
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
     failing_at: dict[tuple, _Names] = {}  # (path, line) -> names with a finding there
+    assigned = _Names(scan.sets)
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
-        if use.name in scan.sets:
-            continue  # the project assigns this name itself
+        if use.how == "override" or use.via == SELF_ATTRIBUTE:
+            continue  # the class contract: overrides.py
+        if _assigned_by_project(use.name, assigned):
+            continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)
         for failure in failures:
             guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
             first = import_failures.get((use.path, failure.name))
-            if first is not None and use.how not in ("module", "import"):
+            through = use.how in ("attribute", "call") and use.name.startswith(failure.name + ".")
+            folds = use.how not in ("module", "import") if first is not None and first.use in ("module", "import") \
+                else through
+            if first is not None and folds and (not first.guarded or guard is not None):
                 # uses come in line order: a line already listed is the last one (no scan of the list)
                 if use.line != first.line and (not first.also_at or first.also_at[-1] != use.line):
                     first.also_at.append(use.line)
@@ -213,8 +234,8 @@ def check(scan, surface: Surface) -> list[Finding]:
                               failure.detail, use=use.how, _use=use, _failure=failure)
             findings[key] = finding
             failing_at.setdefault((use.path, line), _Names()).add(failure.name)
-            if use.how in ("module", "import"):
-                import_failures[(use.path, failure.name)] = finding
+            if use.how in ("module", "import") or use.name == failure.name:
+                import_failures[(use.path, failure.name)] = finding  # later uses through an alias point here
         if not failures:
             for note in notes:
                 key = (use.path, use.line, use.name, DEPRECATED)
@@ -224,6 +245,12 @@ def check(scan, surface: Surface) -> list[Finding]:
                                             note, use=use.how, _use=use)
                     failing_at.setdefault((use.path, use.line), _Names()).add(use.name)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
+
+
+def _assigned_by_project(name: str, sets: "_Names") -> bool:
+    """``ckpt_base.async_calls = Queue()`` makes ``ckpt_base.async_calls`` and everything read off it the
+    project's own (one rule for monkeypatches and attributes it creates)."""
+    return name in sets.names or sets.below(name, ".")
 
 
 class _Names:
@@ -260,7 +287,8 @@ def suggest(finding: Finding, surface: Surface) -> list[str]:
     surface._memo["suggest-spent"] = spent
     if not pool or spent > SUGGEST_BUDGET:
         return []
-    return difflib.get_close_matches(failure.wanted, pool, n=3, cutoff=0.6)
+    others = [name for name in pool if name != failure.wanted]  # "missing required x": x is no alternative
+    return difflib.get_close_matches(failure.wanted, others, n=3, cutoff=0.6)
 
 
 def _suggestion_pool(surface: Surface, subject: str, keywords: bool) -> list[str]:

@@ -30,5 +30,10 @@ def run_surface(args) -> int:
     except GateUsageError as exc:
         print(f"usage error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.to_markdown())
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1, default=str))
+    elif args.window:
+        print(report.to_markdown(all_rows=getattr(args, "all_rows", False)))
+    else:
+        print(report.to_markdown())
     return report.exit_code

@@ -11,8 +11,10 @@ from ..candidate import GateUsageError, locate
 from . import check as c
 from .cache import model_for, release_models
 from .lookup import Surface
+from .overrides import check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
 
+_NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
 _BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*\S*\s*$")
 
 
@@ -90,7 +92,7 @@ def enrich(findings: list, surface: Surface, releases: dict, candidate_version: 
         if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
                 and not f.history.get("works_in")):
             f.kind = c.NOT_SHIPPED
-            f.instead = f"no megatron-core wheel we know ships {f.name}"
+            f.instead = f"none of the {len(releases)} cached megatron-core wheels ships {f.name}"
             continue
         f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
 
@@ -99,10 +101,18 @@ def describe(f) -> str:
     parts = []
     if f.kind == c.NOT_SHIPPED:
         works = f.history.get("works_in")
-        parts.append(f"ships in the wheel in {', '.join(works)}" if works else "no known wheel ships it")
+        parts.append(f"ships in the wheel in {', '.join(works)}" if works else "no cached wheel ships it")
     if f.close:
         parts.append("close: " + ", ".join(f.close))
     h = f.history
+    if f.kind == c.MISSING_REQUIRED and ("removed_in" in h or "added_in" in h):
+        # what changed is the parameter, not the callable: it became required (or stopped being required)
+        param = f._failure.wanted if f._failure else "it"
+        if "removed_in" in h:
+            parts.append(f"{param} is required from {h['removed_in']} (the call works up to {h['last_in']})")
+        else:
+            parts.append(f"the call works from {h['added_in']}")
+        h = {k: v for k, v in h.items() if k not in ("removed_in", "added_in", "last_in")}
     if "removed_in" in h:
         parts.append(f"last in {h['last_in']}, removed in {h['removed_in']}")
     if "deprecated_in" in h:
@@ -110,15 +120,20 @@ def describe(f) -> str:
     if "added_in" in h:
         parts.append(f"added in {h['added_in']}")
     if h.get("works_in") and not any(k in h for k in ("removed_in", "added_in", "deprecated_in")) \
-            and f.kind != c.NOT_SHIPPED:
+            and f.kind != c.NOT_SHIPPED and not (f.kind == c.MISSING_REQUIRED and f.history.get("removed_in")):
         parts.append(f"works in {', '.join(h['works_in'])}")
     if "works_in" in h and not h["works_in"] and f.kind != c.NOT_SHIPPED:
-        parts.append("in no known release")
+        parts.append("works in none of the cached releases")  # the cache, not every release there is
     return "; ".join(parts)
 
 
-def mark_against(findings: list, baseline: Surface | None) -> None:
-    """``on_against``: the same failure exists on the --against release (not caused by this candidate)."""
+def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> None:
+    """``on_against``: the same failure exists on the --against release (not caused by this candidate). A failure
+    by name is matched by location: any use on that line failing by name there (a missing name that became a
+    missing module is the same failure)."""
+    at: dict = {}
+    for use in uses:
+        at.setdefault((use.path, use.line), []).append(use)
     for f in findings:
         f.on_against = None
     if baseline is None:
@@ -126,16 +141,28 @@ def mark_against(findings: list, baseline: Surface | None) -> None:
     for use, group in c.by_use(findings):  # each use once, however many findings it has
         failures, notes = c.evaluate(use, baseline)
         failing = {(x.name, x.kind) for x in failures}
+        by_name_here = None
         for f in group:
-            f.on_against = (bool(notes) and not failures) if f.kind == c.DEPRECATED else (f.name, f.kind) in failing
+            if f.kind == c.DEPRECATED:
+                f.on_against = bool(notes) and not failures
+            elif f.kind in _NAME_KINDS:
+                if by_name_here is None:
+                    by_name_here = any(x.kind in _NAME_KINDS for u in at.get((use.path, use.line), [use])
+                                       for x in (failures if u is use else c.evaluate(u, baseline)[0]))
+                f.on_against = by_name_here
+            else:
+                f.on_against = (f.name, f.kind) in failing
 
 
 def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
                 baseline: Surface | None = None, against: str | None = None) -> SurfaceReport:
     surface = Surface(model)
     findings = c.check(scan, surface)
+    previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
+    findings = sorted(findings + check_overrides(scan, surface, previous)
+                      + check_inherited(scan, surface, releases or {}), key=lambda f: (f.path, f.line, f.name))
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
-    mark_against(findings, baseline)
+    mark_against(findings, baseline, scan.uses)
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):
         notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from .model import dotted, statements
 
@@ -24,10 +25,10 @@ TYPE_CHECKING = "TYPE_CHECKING"
 DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
 PROBE_ELSE = "fallback of a hasattr/getattr probe"
+PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
 
 _CATCH_ALL = {"Exception", "BaseException"}
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
-_FLAG = re.compile(r"^_*(HAVE|HAS)_[A-Z0-9_]+$|_AVAILABLE$|_available$")
 # Which exception each failure raises at run time, and what catches it.
 RAISES = {
     "import": {"ImportError", "ModuleNotFoundError"},
@@ -56,27 +57,63 @@ def try_catches(handlers) -> set[str]:
 
 def catches(guard: tuple, raised: str | None, names: set) -> bool:
     """Does ``guard`` protect a failure that raises ``raised`` (import/attribute/call) about ``names``?"""
-    kind, _line, detail = guard
+    kind, _line, detail = guard[:3]
     if kind == TRY:
         return raised is None or "*" in detail or bool(detail & RAISES.get(raised, set()))
     if kind in (PROBE, SIGNATURE) and detail:
         return bool(detail & names)
     if kind == AVAILABILITY:
         return raised in ("import", "attribute") and bool(detail & names)
+    if kind == FLAG:  # runs only where the flag's imports resolve: protects failures of those names only
+        return raised in ("import", "attribute") and any(d == n or d.startswith(n + ".")
+                                                         for d in detail for n in names if "." in n)
+    if kind == PROBE_TAKEN:
+        return bool({d.rsplit(".", 1)[-1] for d in detail} & names)
     return kind not in (FALLBACK, PROBE_ELSE)  # fallbacks are decided against the candidate (check.py)
 
 
 _VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14
 VERSIONISH = re.compile(r"version|(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d", re.IGNORECASE)  # worth a flag pass
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+# A version test of one of these is about that package, not about megatron-core (``torch.__version__``, TE's).
+_OTHER_PACKAGES = {"torch", "te", "transformer", "transformers", "engine", "flash", "attn", "vllm", "sglang",
+                   "apex", "deepspeed", "python", "sys", "platform", "cuda", "nccl", "triton", "numpy", "hf",
+                   "modelopt", "peft", "accelerate", "info"}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for part in re.split(r"[._\-\s]", text) for w in _WORDS.findall(part)}
 
 
 def _is_version_name(text: str) -> bool:
+    """A name with the word ``version`` (not ``conversion``), or an ``mcore``/``megatron`` version flag."""
     low = text.lower()
-    return ("version" in low and "version_info" not in low) or bool(_VERSION_FLAG.search(low))
+    if "ver" not in low and "mcore" not in low and "megatron" not in low:
+        return False
+    return bool(_VERSION_FLAG.search(text.lower())) or bool(_words(text) & {"version", "ver"})
+
+
+def _about_other_package(test) -> bool:
+    """A version test that names another package (``torch.__version__``, ``is_te_min_version``) and not megatron."""
+    words: set[str] = set()
+    for node in ast.walk(test):
+        text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else (
+            node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+        if text:
+            words |= _words(text)
+    return not (words & {"megatron", "mcore"}) and bool(words & _OTHER_PACKAGES)
 
 
 def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
-    """``(kind, detail)`` when an ``if``/``while``/ternary/boolean test is a guard, else None."""
+    """``(kind, detail)`` when an ``if``/``while``/ternary/boolean test is a guard, else None. A version test
+    guards only when it is about megatron-core's version, not another package's."""
+    guard = _test_guard(test, version_flags, megatron_names)
+    if guard and guard[0] == VERSION and _about_other_package(test):
+        return None
+    return guard
+
+
+def _test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
     if isinstance(test, ast.Constant) and not test.value:
         return DEAD, None
     for node in ast.walk(test):
@@ -100,8 +137,6 @@ def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple
                 return TYPE_CHECKING, None
             if name in version_flags or _is_version_name(name):
                 return VERSION, None
-            if _FLAG.search(tail):
-                return FLAG, None
         elif isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id in megatron_names:
             if any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
                 return AVAILABILITY, frozenset({node.left.id})  # ``if Foo is not None`` after ``Foo = None``
@@ -128,10 +163,11 @@ def suppress_catches(item: ast.withitem) -> set[str] | None:
     return None
 
 
-def version_flags(tree: ast.Module) -> set[str]:
-    """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``)."""
+def version_flags(tree: ast.Module, every: list | None = None) -> set[str]:
+    """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``);
+    ``every``: the file's statements, when the caller already walked them."""
     flags = set()
-    for node in statements(tree.body, into_defs=True):
+    for node in every if every is not None else statements(tree.body, into_defs=True):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
                 (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
             for target in node.targets:
@@ -146,3 +182,69 @@ def _returns_version_check(node) -> bool:
     """A small helper whose top-level returns are version comparisons (``def mcore_ge_014(): return ...``)."""
     returns = [n for n in node.body if isinstance(n, ast.Return) and n.value is not None]
     return bool(returns) and all((test_guard(r.value, set(), set()) or (None,))[0] == VERSION for r in returns)
+
+
+@dataclass(frozen=True)
+class ImportFlag:
+    """A name set to True/False by a ``try: import ... except ImportError:`` (``HAVE_TE``, ``use_old_megatron``)."""
+    line: int
+    imports: frozenset  # the megatron names the try imports
+    other: bool  # the try also imports something outside megatron
+    true_when_ok: bool  # the flag's value where every import succeeds
+
+
+def _imported(body: list) -> tuple[set, bool]:
+    names, other = set(), False
+    for s in statements(body):
+        if isinstance(s, ast.Import):
+            for a in s.names:
+                if a.name == "megatron" or a.name.startswith("megatron."):
+                    names.add(a.name)
+                else:
+                    other = True
+        elif isinstance(s, ast.ImportFrom):
+            if s.level == 0 and s.module and (s.module == "megatron" or s.module.startswith("megatron.")):
+                names |= {f"{s.module}.{a.name}" if a.name != "*" else s.module for a in s.names}
+            else:
+                other = True
+    return names, other
+
+
+def _bool_assignments(body: list) -> dict[str, bool]:
+    out = {}
+    for s in body:
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, bool):
+            out.update({t.id: s.value.value for t in s.targets if isinstance(t, ast.Name)})
+    return out
+
+
+def disabled_by(handlers) -> list[str]:
+    """What an ``except ImportError:`` handler turns off: ``X = False`` / ``X = None`` at its top level."""
+    out = []
+    for handler in handlers:
+        for s in handler.body:
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value in (False, None):
+                out += [f"{t.id} = {s.value.value}" for t in s.targets if isinstance(t, ast.Name)]
+    return out
+
+
+def import_flags(tree: ast.Module, every: list | None = None) -> dict[str, ImportFlag]:
+    """Flags bound by a try/except ImportError anywhere in the file: what they are about and their value."""
+    flags: dict[str, ImportFlag] = {}
+    for node in every if every is not None else statements(tree.body, into_defs=True):
+        if not (isinstance(node, ast.Try) or type(node).__name__ == "TryStar"):
+            continue
+        caught = try_catches(node.handlers)
+        if not caught & {"*", "ImportError", "ModuleNotFoundError"}:
+            continue
+        imports, other = _imported(node.body)
+        if not imports and not other:
+            continue
+        in_try = _bool_assignments(node.body)
+        in_handler: dict[str, bool] = {}
+        for handler in node.handlers:
+            in_handler.update(_bool_assignments(handler.body))
+        for name in set(in_try) | set(in_handler):
+            ok = in_try[name] if name in in_try else not in_handler[name]
+            flags[name] = ImportFlag(node.lineno, frozenset(imports), other, ok)
+    return flags

@@ -481,5 +481,31 @@ def build_model(source, *, sha256: str | None = None, version: str | None = None
         elif rel.endswith(_EXTENSION_SUFFIXES):
             module, _ = module_name(rel)
             model["modules"].setdefault(module, {"p": 0, "n": {}})["ga"] = 1
+    if source.kind == "tree":
+        _unbuilt_extensions(model, [n[len(root):] for n in source.names() if n.startswith(root + PACKAGE + "/")],
+                            lambda rel: source.read(root + rel))
     model["packages"] = sorted({m.split(".")[1] for m in model["modules"] if m.count(".") >= 1})
     return model
+
+
+_NATIVE_SOURCES = (".cpp", ".cc", ".cu", ".c")
+_LIBNAME = re.compile(rb"^\s*LIBNAME\s*:?=\s*(\w+)", re.M)
+
+
+def _unbuilt_extensions(model: dict, names: list, read) -> None:
+    """A checkout has the C++ sources, not the compiled module (``datasets/helpers.cpp`` builds ``helpers_cpp``):
+    the names a build would produce (the Makefile's LIBNAME, ``stem``, ``stem_cpp``) are accepted, unchecked."""
+    for rel in names:
+        if not rel.endswith(_NATIVE_SOURCES + ("/Makefile",)):
+            continue
+        directory, _, filename = rel.rpartition("/")
+        package = directory.replace("/", ".")
+        if package not in model["modules"]:
+            continue
+        if filename == "Makefile":
+            built = [m.decode() for m in _LIBNAME.findall(read(rel)[:65536])]
+        else:
+            stem = filename.rsplit(".", 1)[0]
+            built = [stem, f"{stem}_cpp"]
+        for name in built:
+            model["modules"].setdefault(f"{package}.{name}", {"p": 0, "n": {}, "ga": 1})

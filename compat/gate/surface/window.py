@@ -55,8 +55,9 @@ class WindowReport:
                 "rows": self.rows(), "notes": self.notes,
                 "findings": [dict(f.to_dict(), release=v) for v in self.releases for f in self.reports[v].findings]}
 
-    def to_markdown(self) -> str:
-        head = "| where | name | kind | " + " | ".join(self.releases) + " |"
+    def to_markdown(self, all_rows: bool = False) -> str:
+        """Rows grouped under their file; a use that fails the same way on every release is counted, not listed,
+        unless ``all_rows`` (the JSON has every row)."""
         lines = [f"# Surface gate window {self.window[0]}..{self.window[1]} on {md_code(self.project)}", "",
                  f"- releases ({md_text(self.listed_from)}): {', '.join(self.releases)}",
                  "- supported (no unguarded break): " + (", ".join(self.supported) or "none"),
@@ -67,14 +68,21 @@ class WindowReport:
             s = summary(self.reports[v].findings)
             lines.append(f"| {v} | {s['breaking']} | {s['guarded']} | {s['deprecated']} | {s['not_shipped']} |")
         rows = [r for r in self.rows() if r["kind"] != c.NOT_SHIPPED]
+        steady = [r for r in rows if len(set(r["cells"].values())) == 1]
+        shown = rows if all_rows else [r for r in rows if len(set(r["cells"].values())) > 1]
         lines += ["", "## Uses that fail on some release", ""]
-        if rows:
-            lines += [head, "|" + "---|" * (3 + len(self.releases))]
-            for r in rows:
-                cells = " | ".join(r["cells"][v] for v in self.releases)
-                lines.append(f"| {cell_code(r['path'] + ':' + str(r['line']))} | {cell_code(r['name'])} | {r['kind']} "
-                             f"| {cells} |")
-        else:
+        if steady and not all_rows:
+            lines += [f"_{len(steady)} uses fail the same way on every release of the window (not listed; "
+                      "`--all-rows` lists them)_", ""]
+        if shown:
+            head = "| line | name | kind | " + " | ".join(self.releases) + " |"
+            for path in dict.fromkeys(r["path"] for r in shown):
+                lines += [f"### {md_code(path)}", "", head, "|" + "---|" * (3 + len(self.releases))]
+                for r in (r for r in shown if r["path"] == path):
+                    cells = " | ".join(r["cells"][v] for v in self.releases)
+                    lines.append(f"| {r['line']} | {cell_code(r['name'])} | {r['kind']} | {cells} |")
+                lines.append("")
+        elif not steady:
             lines.append("_none_")
         shipped = sorted({".".join(r["name"].split(".")[:2]) for r in self.rows() if r["kind"] == c.NOT_SHIPPED})
         if shipped:

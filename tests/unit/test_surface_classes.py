@@ -1,0 +1,488 @@
+"""The surface gate's defect classes found on downstream code it had never seen (issue 15, issue 17 items 8-9 and
+the shadowing cases): each built here from a minimal project of our own against a tiny synthetic candidate."""
+from __future__ import annotations
+
+import pytest
+
+from compat import refresh
+from compat.gate.surface import check as c
+from compat.gate.surface.core import surface_gate
+from test_surface import make_project, make_wheel
+
+OLD = {  # 0.3.0
+    "megatron/core/__init__.py": "from megatron.core import parallel_state\nmpu = parallel_state\n",
+    "megatron/core/parallel_state.py": """
+        def get_tensor_model_parallel_rank():
+            return 0
+        def get_tensor_and_expert_parallel_rank():
+            return 0
+        """,
+    "megatron/core/module.py": """
+        class MegatronModule:
+            def __init__(self, config):
+                self.config = config
+        """,
+    "megatron/core/llava.py": """
+        from megatron.core.module import MegatronModule
+        class LLaVAModel(MegatronModule):
+            def __init__(self, config, vision, language, extra):
+                super().__init__(config)
+        """,
+    "megatron/core/schedules.py": """
+        def get_tensor_shapes(*, rank=0, seq_length, micro_batch_size, config):
+            return []
+        """,
+    "megatron/core/specs.py": """
+        def get_moe_module_spec(use_te=True, num_experts=None, moe_grouped_gemm=False,
+                                moe_use_legacy_grouped_gemm=False):
+            return None
+        """,
+    "megatron/core/ddp.py": """
+        class DistributedDataParallel:
+            def __init__(self, config, module, overlap_grad_reduce=False, ddp_config=None):
+                self.module = module
+        """,
+    "megatron/core/strategies/__init__.py": "",
+    "megatron/core/strategies/base.py": "class Strategy:\n    pass\n",
+    "megatron/core/strategies/async_utils.py": """
+        class AsyncCallsQueue:
+            def __init__(self, persistent=False):
+                self.persistent = persistent
+            def schedule_async_request(self, request):
+                pass
+        """,
+    "megatron/core/old_scheduler.py": "class OptimizerParamScheduler:\n    pass\n",
+    "megatron/core/attention.py": """
+        from megatron.core.module import MegatronModule
+        class SelfAttention(MegatronModule):
+            def __init__(self, config, submodules, layer_number, model_comm_pgs=None):
+                super().__init__(config)
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+            def hook(self, x, y):
+                return x
+        """,
+}
+NEW = {  # 0.4.0: the breaks
+    **OLD,
+    "megatron/core/parallel_state.py": "def get_tensor_model_parallel_rank():\n    return 0\n",
+    "megatron/core/schedules.py": """
+        def get_tensor_shapes(*, seq_length, micro_batch_size, config):
+            return []
+        """,
+    "megatron/core/specs.py": """
+        def get_moe_module_spec(use_te=True, num_experts=None, moe_grouped_gemm=False):
+            return None
+        """,
+    "megatron/core/ddp.py": """
+        class DistributedDataParallel:
+            def __init__(self, config, ddp_config, module):
+                self.module = module
+        """,
+    "megatron/core/attention.py": """
+        from megatron.core.module import MegatronModule
+        class SelfAttention(MegatronModule):
+            def __init__(self, config, submodules, layer_number, pg_collection=None, name=None):
+                super().__init__(config)
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                return hidden_states
+            def hook(self, x):
+                return x
+        """,
+}
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {"0.3.0": make_wheel(cache, "0.3.0", OLD), "0.4.0": make_wheel(cache, "0.4.0", NEW)}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    return paths
+
+
+def gate(tmp_path, wheels, files: dict, version="0.4.0"):
+    return surface_gate(str(wheels[version]), make_project(tmp_path / "proj", files))
+
+
+def where(report, guarded=None) -> set:
+    return {(f.path, f.line, f.kind) for f in report.findings
+            if f.kind in c.BREAKING and (guarded is None or f.guarded == guarded)}
+
+
+# ---- 1: super(Base, self) ----------------------------------------------------------------------------------------
+def test_super_with_a_named_base_calls_the_next_class_in_the_mro(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"m.py": """
+        from megatron.core.llava import LLaVAModel
+        class M(LLaVAModel):
+            def __init__(self, config):
+                super(LLaVAModel, self).__init__(config=config)
+        class N(LLaVAModel):
+            def __init__(self, config):
+                super(N, self).__init__(config=config)
+        class P(LLaVAModel):
+            def __init__(self, config):
+                super(LLaVAModel, self).__init__(config=config, gone=1)
+        """})
+    # M: MegatronModule(config) is right; N: LLaVAModel needs vision, language, extra; P: MegatronModule has no gone
+    assert where(report) == {("m.py", 8, c.MISSING_REQUIRED), ("m.py", 11, c.UNEXPECTED_KEYWORD)}
+
+
+# ---- 2: attributes the project assigns on a megatron module ----------------------------------------------------
+def test_an_attribute_the_project_assigns_is_its_own_with_what_hangs_off_it(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"s.py": """
+        from megatron.core.strategies import base as ckpt_base
+        from megatron.core.strategies.async_utils import AsyncCallsQueue
+        class Strategy:
+            def __init__(self):
+                ckpt_base.async_calls = AsyncCallsQueue(persistent=True)
+            def save(self, request):
+                ckpt_base.async_calls.schedule_async_request(request)
+                ckpt_base.other_thing.run()
+        """})
+    assert {(f.line, f.name) for f in report.findings} == {(9, "megatron.core.strategies.base.other_thing")}
+
+
+# ---- 3 and issue 17 item 8: a guard must be about the use it guards ----------------------------------------------
+@pytest.mark.parametrize("imported, expected", [
+    ("import modelopt", {(11, False)}),  # about another package
+    ("from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank", {(4, True), (11, False)}),
+])
+def test_an_import_flag_guards_only_its_own_imports(tmp_path, wheels, imported, expected):
+    report = gate(tmp_path, wheels, {"d.py": f"""
+        from megatron.core.schedules import get_tensor_shapes
+        try:
+            {imported}
+            HAVE_IT = True
+        except ImportError:
+            HAVE_IT = False
+        def shapes(config):
+            if not HAVE_IT:
+                return None
+            return get_tensor_shapes(rank=0, seq_length=8, micro_batch_size=1, config=config)
+        """})
+    assert {(f.line, f.guarded) for f in report.findings} == expected
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("test", ["torch.cuda.is_available()", "conversion", "args.inversion_mode",
+                                  "torch.__version__ >= '2.0'", "is_te_min_version('1.0')"])
+def test_tests_about_something_else_are_not_guards(tmp_path, wheels, test):
+    report = gate(tmp_path, wheels, {"a.py": f"""
+        import torch
+        from megatron.core.schedules import get_tensor_shapes
+        def f(args, conversion, config, is_te_min_version):
+            if {test}:
+                get_tensor_shapes(rank=0, seq_length=8, micro_batch_size=1, config=config)
+        """})
+    assert where(report, guarded=False) == {("a.py", 6, c.UNEXPECTED_KEYWORD)}
+
+
+def test_an_early_return_on_dist_availability_is_not_a_guard(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        import torch.distributed as dist
+        from megatron.core import mpu
+        def rank():
+            if not dist.is_available():
+                return 0
+            return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=False) == {("a.py", 7, c.MISSING_NAME)}
+
+
+def test_megatron_version_checks_still_guard(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from packaging.version import Version
+        import megatron.core
+        def rank():
+            if Version(megatron.core.__version__) < Version("0.4.0"):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=True) == {("a.py", 7, c.MISSING_NAME)}
+
+
+# ---- 5: a flag set in the except ImportError handler selects a fallback ----------------------------------------
+def test_a_flag_set_in_the_handler_selects_a_branch_that_runs_only_where_the_import_fails(tmp_path, wheels):
+    files = {"b.py": """
+        from megatron.core.ddp import DistributedDataParallel
+        try:
+            from megatron.core.old_scheduler import OptimizerParamScheduler
+            use_old_megatron = False
+        except ImportError:
+            use_old_megatron = True
+        def wrap(module, config, ddp_config):
+            if use_old_megatron:
+                return DistributedDataParallel(config=config, module=module, overlap_grad_reduce=True)
+            return DistributedDataParallel(config=config, ddp_config=ddp_config, module=module)
+        """}
+    report = gate(tmp_path, wheels, files)
+    assert report.exit_code == 0
+    assert {f.guard.split(":")[0] for f in report.findings} == {c.g.FALLBACK + " that is not taken"}
+
+
+# ---- 9: a handler that turns a feature off is named ------------------------------------------------------------
+def test_a_handler_that_disables_a_feature_is_guarded_and_named(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+            megatron_available = True
+        except ImportError:
+            megatron_available = False
+        """})
+    (finding,) = report.findings
+    assert finding.guarded and "megatron_available = False" in finding.guard and "off" in finding.guard
+
+
+# ---- 4: a forwarding monkeypatch does not hide the original's keyword breaks ----------------------------------
+def test_a_forwarding_wrapper_patch_still_checks_the_original(tmp_path, wheels):
+    files = {"patch.py": """
+        def apply():
+            from megatron.core import specs
+            original = specs.get_moe_module_spec
+            def patched(*args, **kwargs):
+                return original(*args, **kwargs)
+            specs.get_moe_module_spec = patched
+        """, "spec.py": """
+        from megatron.core.specs import get_moe_module_spec
+        moe = get_moe_module_spec(use_te=True, num_experts=8, moe_use_legacy_grouped_gemm=False)
+        """}
+    assert where(gate(tmp_path, wheels, files)) == {("spec.py", 3, c.UNEXPECTED_KEYWORD)}
+
+
+def test_a_replacement_with_its_own_signature_is_the_projects(tmp_path, wheels):
+    files = {"patch.py": """
+        from megatron.core import specs
+        def mine(use_te=True, num_experts=None, moe_use_legacy_grouped_gemm=False):
+            return None
+        specs.get_moe_module_spec = mine
+        specs.get_moe_module_spec(moe_use_legacy_grouped_gemm=True)
+        """}
+    assert where(gate(tmp_path, wheels, files)) == set()
+
+
+# ---- 6: names re-exported through the project's own modules ----------------------------------------------------
+def test_names_re_exported_through_project_modules_are_followed(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {
+        "pkg/__init__.py": "",
+        "pkg/helper.py": "from megatron.core import mpu\n",
+        "pkg/chain.py": "from pkg.helper import mpu as state\n",
+        "pkg/direct.py": "from megatron.core import mpu\nmpu.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/use.py": "from pkg.helper import mpu\nmpu.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/rel.py": "from .chain import state\nstate.get_tensor_and_expert_parallel_rank()\n",
+        "pkg/fine.py": "from pkg.helper import mpu\nmpu.get_tensor_model_parallel_rank()\n",
+    })
+    assert where(report) == {(f"pkg/{name}.py", 2, c.MISSING_NAME) for name in ("direct", "use", "rel")}
+
+
+# ---- issue 17 item 9: uses that were not checked ---------------------------------------------------------------
+def test_names_from_a_megatron_star_import_and_dunder_import_are_checked(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.parallel_state import *
+        def f(local):
+            get_tensor_model_parallel_rank()
+            get_tensor_and_expert_parallel_rank()
+            print(local, len([]))
+        ps = __import__("megatron.core.gone_module")
+        """, "b.py": """
+        from megatron.core.parallel_state import *
+        from elsewhere import *
+        get_tensor_and_expert_parallel_rank()
+        """})
+    # b.py: the name may come from the other star import, so it is not claimed for megatron
+    assert where(report) == {("a.py", 5, c.MISSING_NAME), ("a.py", 7, c.MISSING_MODULE)}
+
+
+# ---- issue 17 low: shadowing ------------------------------------------------------------------------------------
+SHADOWED = {
+    "comprehension": """
+        [mpu.get_tensor_and_expert_parallel_rank() for mpu in others]
+        """,
+    "module_rebinding": """
+        mpu = Other()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "walrus": """
+        if (mpu := Other()) is not None:
+            mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "match_capture": """
+        match others:
+            case [mpu]:
+                mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "class_body": """
+        class Holder:
+            mpu = Other()
+            mpu.get_tensor_and_expert_parallel_rank()
+        """,
+    "del_then_rebind": """
+        del mpu
+        if others:
+            mpu = Other()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHADOWED))
+def test_a_name_shadowed_by_a_local_binding_is_not_megatron(tmp_path, wheels, case):
+    head = "from megatron.core import mpu\nfrom x import Other, others\n"
+    report = gate(tmp_path, wheels, {"a.py": head + SHADOWED[case].strip("\n").replace("\n        ", "\n")
+                                     .removeprefix("        ")})
+    assert where(report) == set()
+
+
+def test_shadowing_is_scoped(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from x import others
+        ranks = [m for mpu in others for m in [mpu]]
+        class Holder:
+            mpu = None
+            def rank(self):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    # the method body does not see the class attribute; the comprehension's mpu does not leak
+    assert where(report) == {("a.py", 8, c.MISSING_NAME), ("a.py", 9, c.MISSING_NAME)}
+
+
+# ---- 8: messages ------------------------------------------------------------------------------------------------
+def test_a_missing_required_argument_is_described_as_one(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.ddp import DistributedDataParallel
+        DistributedDataParallel(None, module=None)
+        """})
+    (finding,) = report.findings
+    assert (finding.kind, finding.name) == (c.MISSING_REQUIRED, "megatron.core.ddp.DistributedDataParallel(ddp_config=)")
+    assert "ddp_config" not in finding.close
+    assert "ddp_config is required from 0.4.0 (the call works up to 0.3.0)" in finding.instead
+    assert "removed" not in finding.instead
+
+
+def test_uses_through_an_alias_of_a_missing_attribute_point_at_the_read(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"v.py": """
+        import megatron.core.parallel_state as ps
+        def reuse():
+            original = ps.get_tensor_and_expert_parallel_rank
+            print(original.__name__)
+            return original.__globals__
+        """})
+    assert [(f.line, f.also_at) for f in report.findings] == [(4, [5, 6])]
+
+
+# ---- 10: --against matches by location and use -----------------------------------------------------------------
+def test_against_matches_a_failure_whose_shape_changed(tmp_path, wheels):
+    gone = {**OLD, "megatron/core/strategies/base.py": None}
+    older = make_wheel(tmp_path / "w", "0.2.0", {**OLD, "megatron/core/strategies/base.py": "X = 1\n"})
+    project = make_project(tmp_path / "proj", {"a.py": "from megatron.core.strategies.base import Strategy\n"})
+    newer = make_wheel(tmp_path / "w", "0.5.0", gone)
+    report = surface_gate(str(newer), project, against=str(older))
+    (finding,) = report.findings
+    # missing name on the older release, missing module on the newer: the same failure of the same import
+    assert finding.kind == c.MISSING_MODULE and finding.on_against is True and report.exit_code == 0
+
+
+# ---- callbacks: megatron calls the project's override ---------------------------------------------------------
+def test_overrides_that_cannot_take_what_the_new_base_passes(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def __init__(self, config, submodules, layer_number, model_comm_pgs=None):
+                super().__init__(config, submodules, layer_number)
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+            def hook(self, x, y):
+                return x
+            def helper(self, z):
+                return z
+        class Open(SelfAttention):
+            def forward(self, hidden_states, attention_mask, **kwargs):
+                return hidden_states
+            def hook(self, *args):
+                return args
+        """})
+    got = {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings if f.kind == c.OVERRIDE}
+    assert got == {(4, "__init__(pg_collection=)", False), (4, "__init__(name=)", False),
+                   (6, "forward(attention_bias=)", False), (8, "hook(y=)", False)}
+    assert report.exit_code == 1
+
+
+def test_an_override_on_the_release_it_was_written_for_is_fine(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+        """}, version="0.3.0")
+    assert [f for f in report.findings if f.kind == c.OVERRIDE] == []
+
+
+# ---- --window markdown: grouped by file, steady rows counted ------------------------------------------------------
+def test_window_table_groups_by_file_and_lists_only_rows_that_change(tmp_path, wheels, capsys):
+    from compat.cli import main
+
+    project = make_project(tmp_path / "proj", {
+        "a.py": "from megatron.core import mpu\nmpu.get_tensor_and_expert_parallel_rank()\nmpu.gone_everywhere()\n",
+        "b.py": "from megatron.core.specs import get_moe_module_spec\nget_moe_module_spec(moe_use_legacy_grouped_gemm=1)\n",
+    })
+    assert main(["gate", "--project", str(project), "--window", "0.3.0..0.4.0"]) == 1
+    text = capsys.readouterr().out
+    assert "### `a.py`" in text and "### `b.py`" in text
+    assert "get_tensor_and_expert_parallel_rank" in text and "gone_everywhere" not in text
+    assert "1 uses fail the same way on every release" in text
+    main(["gate", "--project", str(project), "--window", "0.3.0..0.4.0", "--all-rows"])
+    assert "gone_everywhere" in capsys.readouterr().out
+
+
+# ---- 10: dead branches of a probe, compiled extensions of a checkout ---------------------------------------------
+def test_a_branch_that_runs_only_where_a_probed_member_exists_is_dead_without_it(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core import mpu
+        from megatron.core.module import MegatronModule
+        def split(kind):
+            if kind == getattr(MegatronModule, "gone_kind", None):
+                return mpu.get_tensor_and_expert_parallel_rank()
+            if hasattr(mpu, "get_tensor_model_parallel_rank"):
+                return mpu.get_tensor_and_expert_parallel_rank()
+        """})
+    assert {(f.line, f.guarded) for f in report.findings} == {(5, True), (6, True), (8, False)}  # 5: the probe itself
+
+
+def test_a_checkouts_unbuilt_extension_modules_are_not_missing(tmp_path, wheels):
+    tree = make_project(tmp_path / "checkout", {**{k: v for k, v in OLD.items() if v is not None},
+                                                "megatron/core/datasets/__init__.py": "",
+                                                "megatron/core/datasets/helpers.cpp": "int x;\n",
+                                                "megatron/core/datasets/Makefile": "LIBNAME = helpers_cpp\n"})
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core.datasets import helpers_cpp
+        from megatron.core.datasets import helpers_gone
+        """})
+    report = surface_gate(str(tree), project)
+    assert {(f.line, f.kind) for f in report.findings} == {(3, c.MISSING_NAME)}
+
+
+# ---- 7: attributes a megatron base class sets on self ---------------------------------------------------------
+def test_self_attributes_the_base_no_longer_sets(tmp_path, wheels):
+    old_attention = OLD["megatron/core/attention.py"].replace(
+        "super().__init__(config)", "super().__init__(config)\n                self.model_comm_pgs = model_comm_pgs")
+    new_attention = NEW["megatron/core/attention.py"].replace(
+        "super().__init__(config)", "super().__init__(config)\n                self.pg_collection = pg_collection")
+    cache = tmp_path / "cache" / "wheels"
+    make_wheel(cache, "0.3.0", {**OLD, "megatron/core/attention.py": old_attention})
+    make_wheel(cache, "0.4.0", {**NEW, "megatron/core/attention.py": new_attention})
+    report = gate(tmp_path, wheels, {"a.py": """
+        from megatron.core.attention import SelfAttention
+        class Mine(SelfAttention):
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                groups = self.model_comm_pgs
+                self.mine = 1
+                return self.mine, self.config, self.anything_else, self.model_comm_pgs
+        class Mixed(SelfAttention, dict):
+            def forward(self, hidden_states, attention_mask, key_value_states=None, attention_bias=None):
+                return self.model_comm_pgs
+        """})
+    (finding,) = [f for f in report.findings if f.kind == c.MISSING_MEMBER]
+    assert (finding.line, finding.name, finding.also_at) == (5, "megatron.core.attention.SelfAttention.model_comm_pgs", [7])
+    assert "0.3.0" in finding.instead and not finding.guarded
