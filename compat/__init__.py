@@ -5,8 +5,6 @@ below are loaded from their modules on first use (PEP 562), so ``import compat``
 millisecond and each caller pays only for what it uses.
 """
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -27,21 +25,21 @@ _EXPORTS = {
     "UnsupportedFieldError": "errors",
     "UnsupportedVersionError": "errors",
     "VersionError": "errors",
-    "Resolution": "resolve",
-    "ddp_kwargs": "resolve",
-    "resolve": "resolve",
-    "resolve_ddp_overrides": "resolver",
-    "Difference": "audit",
-    "audit": "audit",
+    "Resolution": "resolution",
+    "ddp_kwargs": "resolution",
+    "resolve": "resolution",
+    "resolve_ddp_overrides": "fp32_rule",
+    "Difference": "config_audit",
+    "audit": "config_audit",
     "build_config": "build",
     "build_optimizer_config": "build",
     "build_transformer_config": "build",
     "AuditError": "errors",
     "ConfigAbsentError": "errors",
     "TorchNotInstalledError": "errors",
-    "config_kwargs": "resolve",
-    "optimizer_kwargs": "resolve",
-    "transformer_kwargs": "resolve",
+    "config_kwargs": "resolution",
+    "optimizer_kwargs": "resolution",
+    "transformer_kwargs": "resolution",
     "ConfigResolutions": "together",
     "resolve_configs": "together",
 }
@@ -60,15 +58,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted({*globals(), *_EXPORTS})
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name, value):
-        # Importing a submodule binds it on the package (compat.resolve = <module compat.resolve>). Where a
-        # public name is also a submodule's name (resolve), the public name wins, as with eager imports.
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -186,7 +186,7 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
                  optimizer_config=None):
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
-    from .resolve import materialize, resolve
+    from .resolution import materialize, resolve
 
     cls = cls or megatron_class(config or "ddp")
     key = config_class(config).key if config else config_of(cls)

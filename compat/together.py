@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .resolve import Resolution, materialize, resolve
+from .resolution import Resolution, materialize, resolve
 
 _ROUNDS = 3  # an "equal" rule can ask the optimizer to follow DDP once; a third round would mean a cycle
 
