@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounded reads of one regular file: a cap on its size, and no FIFO, device or socket (never blocks on one)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The only module that imports megatron: read live config dataclasses and build real config objects.
 
 The live dataclass decides which fields exist (a dev build or a Megatron-Bridge subclass may have more than its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``compat.audit``: compare the config object Megatron will finally receive with what was resolved.
 
 Call it right before ``DistributedDataParallel(...)``, ``get_megatron_optimizer(...)`` or ``GPTModel(...)``, after

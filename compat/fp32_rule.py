@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The FP32-by-default rule for ``grad_reduce_in_fp32`` (verl PR #7485) and the Muon layer-wise layout rule."""
 from __future__ import annotations
 

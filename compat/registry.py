@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The committed facts: registry.json (generated from wheels), renames.json, rules.json and cross_rules.json (curated),
 heads.json (fields of the upstream Megatron-LM branches, generated)."""
 from __future__ import annotations

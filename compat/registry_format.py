@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The registry file format (format 2): releases -> one snapshot per config class, snapshots -> interned records.
 
 Every field record and every ``__post_init__`` check is stored once (``fields`` and ``checks`` tables, numbered in

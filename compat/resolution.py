@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve user overrides into the exact kwargs of one config class of one megatron-core build, with provenance.
 
 Any config in ``compat.configs`` ("ddp", "optimizer", "transformer", "mla", ...). For DDPConfig the resolver rules

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve the DDP, optimizer and transformer configs of one run together, so that the cross rules apply."""
 from __future__ import annotations
 

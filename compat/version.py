@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one place that parses and compares megatron-core versions (always with ``packaging.version``)."""
 from __future__ import annotations
 

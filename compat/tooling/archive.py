@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounded, in-memory reads of a wheel, an sdist or a source tree. Nothing is unpacked to disk, imported or run.
 
 Every read is capped: the archive itself, each member, the number of members, a zip's central directory and the

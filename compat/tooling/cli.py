@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m compat``: explain, fields, registry refresh (and gate, vendor). Exit 0 ok, 2 usage, 3 CompatError."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The members of the Enum classes that config fields are annotated with, read from source with ``ast``.
 
 A field annotated ``AttnBackend`` (or ``Optional[AttnBackend]``, ``Union[str, CudaGraphScope, ...]``) gets the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Read Megatron config dataclasses out of source with ``ast``. Nothing is imported or executed.
 
 Sources can be a wheel, an sdist or a source tree (a Megatron-LM checkout); archives are read in memory through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Download a release file from a package index without pip: standard library (urllib, html.parser) + packaging.
 
 The index is read as PEP 691 JSON (PyPI) or as a PEP 503 HTML page (mirrors, ``file://`` indexes): every file's

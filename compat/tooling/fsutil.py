@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Atomic writes: a temp file in the target's directory, fsync, then ``os.replace``. A crash or a full disk leaves
 the old file intact, never a truncated one. ``locked`` serialises read-modify-write cycles across processes."""
 from __future__ import annotations

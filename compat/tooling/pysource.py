@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounded parsing of Python source read from a candidate or a project: ``parse_source`` is the one way to turn
 such bytes into an ``ast`` tree.
 

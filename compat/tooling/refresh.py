@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Build ``data/registry.json`` from the real release files: list the index, download (``compat.tooling.fetch``), extract with ast."""
 from __future__ import annotations
 

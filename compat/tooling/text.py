@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Escaping for text that comes from a candidate or a project (file names, METADATA, docs) before it goes into a
 markdown report: no newline, control character or ANSI escape survives, and markdown syntax is neutralised."""
 from __future__ import annotations

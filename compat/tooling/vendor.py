@@ -1,7 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m compat vendor DEST``: copy the runtime into a host project; ``--check DEST`` reports drift.
 
 The copy holds the runtime only (every ``*.py`` module outside ``tooling/`` and ``__main__.py``, and the data
-files the runtime reads) plus ``VENDORED.json`` (source version, the registry's newest release, sha256 of every
+files the runtime reads), LICENSE, NOTICE and py.typed, plus ``VENDORED.json`` (source version, the registry's newest release, sha256 of every
 copied file). It never writes outside DEST: every file is written
 as a new file and renamed into place (a hard link in DEST to a file elsewhere is replaced, not written through),
 and a symlink on the way is refused. VENDORED.json is only a hint, never trusted: ``--check`` compares DEST with
@@ -24,6 +25,7 @@ from .extract import sha256
 MANIFEST = "VENDORED.json"
 REGISTRY = "data/registry.json"
 LEFT_OUT = ("tooling", "__main__.py")  # never run in a training job
+LEGAL = ("LICENSE", "NOTICE", "py.typed")  # travel with every copy (py.typed: the host's type checker reads it)
 # What the runtime reads from data/ (registry.py and acceptances.py); tests/unit/test_layout.py keeps it complete.
 RUNTIME_DATA = ("registry.json", "renames.json", "rules.json", "cross_rules.json", "heads.json",
                 "type_acceptances.json", "value_aliases.json")
@@ -54,7 +56,9 @@ def source_files(source=None) -> dict[str, bytes]:
         for f in folder.iterdir():
             if not prefix and f.name in LEFT_OUT:
                 continue
-            if f.is_file() and (f.name.endswith(".py") if prefix != "data/" else f.name in RUNTIME_DATA):
+            wanted = f.name in RUNTIME_DATA if prefix == "data/" else f.name.endswith(".py") or (
+                not prefix and f.name in LEGAL)
+            if f.is_file() and wanted:
                 out[prefix + f.name] = _read_source(f)
             elif f.is_dir() and f.name != "__pycache__" and (f.name == "data" or f.joinpath("__init__.py").is_file()):
                 walk(f, f"{prefix}{f.name}/")
@@ -108,7 +112,7 @@ def _lstat(path: Path, what: str) -> os.stat_result | None:
 def _plain(rel: str) -> bool:
     """A manifest entry we may touch: ``name``, ``data/name`` or ``subpackage/name`` (the manifest itself may be
     tampered with)."""
-    return re.fullmatch(r"([A-Za-z0-9_]+/)?[A-Za-z0-9_][A-Za-z0-9_.-]*", rel) is not None
+    return re.fullmatch(r"([A-Za-z0-9_]+/)*[A-Za-z0-9_][A-Za-z0-9_.-]*", rel) is not None
 
 
 def _check_inside(dest: Path, rel: str) -> None:

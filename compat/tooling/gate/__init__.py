@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The upgrade gate: diff a candidate megatron-core against the registry and classify every change.
 
 ``python -m compat gate CANDIDATE`` where CANDIDATE is ``megatron-core==X``, ``latest``, a wheel, an sdist or a

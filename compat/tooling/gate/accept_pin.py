@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``gate --accept``: write a reviewed candidate into the registry and pin it in matrix.yaml.
 
 The read-modify-write of registry.json and matrix.yaml runs under a lock beside registry.json (two concurrent

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Value renames: a value a release rewrites after construction (``if self.x == "gated_delta_net": self.x = "gdn"``
 in ``__post_init__``, or ``self.x = normalize(self.x)`` where ``normalize`` looks the value up in a module-level dict
 of strings). Read with ``ast`` from the candidate's source, never run.

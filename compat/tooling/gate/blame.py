@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """For a Megatron-LM git checkout candidate: the commit that introduced each change (the last commit touching the
 field's line, as ``git blame`` / ``git log -L`` see it). Read with git only; nothing in the tree is run.
 

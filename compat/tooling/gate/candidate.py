@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Find and read a gate candidate: a release spec (downloaded), ``latest``, a wheel, an sdist or a checkout."""
 from __future__ import annotations
 

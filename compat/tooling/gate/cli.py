@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m compat gate``: argument parsing and exit codes (0 compatible, 1 review, 2 usage, 3 unreadable)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The config gate: diff a candidate's config dataclasses against the registry and build the report."""
 from __future__ import annotations
 

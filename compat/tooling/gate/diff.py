@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gate's classifier: what changed between two snapshots of a config class, and how much it matters.
 
 One path for every class of ``compat.configs.CONFIGS``; how each class is treated is data (``policy.POLICY``).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the candidate's version label says: a registry release it claims to be, and the pin before it.
 
 A candidate whose label names a registry release but whose config differs (a `dev` checkout saying 0.19.0, a wheel

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a lane measured for the pair that ends on the gate's candidate (shared by the Checkpoints and Training sections).
 
 A lane's data file (``compat/data/ckpt_lane.json``, ``compat/data/training_lane.json``) is written by the lane's own

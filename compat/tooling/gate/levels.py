@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a change means for existing configs: does every old value still fit a new annotation, can a new check fire
 for a config written for the old release, and which kwargs keep an old default.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package's own metadata in the gate: Requires-Python and Requires-Dist (extras and markers) against the registry
 release's, as changes with levels.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """How the gate treats each class of ``compat.configs.CONFIGS``: one diff path, the differences as data.
 
 Keys of a policy:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """registry.json as a file (the packaged one, or one given with ``--registry``): a bounded read, strict JSON (no
 ``NaN``/``Infinity``, no duplicate keys), and a shape check, so a malformed file is one ``RegistryFileError``
 naming the place, never a KeyError deep inside the gate. Writes are strict JSON and atomic."""

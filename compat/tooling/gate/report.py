@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gate report as markdown: a changelog grouped by class (breaking, needs a decision, informational).
 
 Everything a candidate (or a --registry file) can put into the report (its file name, METADATA, field names,

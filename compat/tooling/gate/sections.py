@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Facts a gate report gets beyond the config diff, each from its own module: the package metadata (metadata.py),
 value renames (aliases.py), upstream commits for a checkout (blame.py) and the plain-install outcome of the pin
 before the candidate (compat/data/install.json, written by the smoke-<version> nox sessions)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The equivalence lane's verdict in a gate report: does training on the candidate give the bits of the pin before it?
 
 Data: ``compat/data/training_lane.json`` (written by ``tests/equiv/lane.py verdicts`` from the lane's results; the lane

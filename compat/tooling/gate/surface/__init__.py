@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The surface gate: what a megatron-core candidate breaks in a project's own code, file and line.
 
 ``model`` (the candidate's ``megatron`` package as data, built with ``ast``), ``cache`` (one model per wheel

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Candidate models, built once per wheel and cached as JSON keyed by the wheel's sha256 and the model format.
 
 A cache file is ``<HMAC-SHA256>\n<JSON body>``. The HMAC is keyed by a secret of this account (``cache_key_path``,

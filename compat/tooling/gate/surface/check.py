@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve a project's uses of megatron against a candidate model and turn the failures into findings."""
 from __future__ import annotations
 

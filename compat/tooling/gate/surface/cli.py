@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``python -m compat gate CANDIDATE --project PATH`` and ``--window LOW..HIGH``: exit 0 nothing unguarded breaks,
 1 something does, 2 usage, 3 unreadable (candidate, project)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which code paths a project protects: ``try/except``, version checks, ``hasattr``/``getattr`` probes,
 ``inspect.signature`` filtering, feature flags, ``TYPE_CHECKING`` and dead branches.
 

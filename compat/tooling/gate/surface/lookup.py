@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve dotted megatron names and call signatures against a candidate model (see ``model.py``).
 
 Every lookup returns *alternatives*: a name bound in several branches of the candidate (``try/except``,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A static model of a candidate's ``megatron`` package, built with ``ast`` (nothing imported or executed).
 
 The model is plain JSON data, so that it can be cached per wheel:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The class contract between megatron and a project's subclasses.
 
 Overrides: megatron calls a project's override (a subclass's ``forward``, ``__init__``, a hook).

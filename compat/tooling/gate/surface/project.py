@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every use of megatron in a project's Python, with the guards around it. Files are read, never imported.
 
 A use is an import (module or name), an attribute chain off an imported name or module alias

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The surface gate for one candidate: scan the project, model the candidate, check, add history and suggestions."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The surface gate as markdown: breaks first, then what the project already guards, deprecations, not shipped.
 
 Every piece of text that comes from the project or the candidate goes through ``md_text``/``md_code``.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """``--window LOW..HIGH``: the surface gate on every release in a range, as one table (use x release)."""
 from __future__ import annotations
 
