@@ -14,7 +14,7 @@ from . import version as _v
 from .annotations import TypeSpec, parse
 from .configs import CONFIGS, config_class, path_of_class
 from .dtypes import dtype_name
-from .errors import CompatError, ConfigAbsentError
+from .errors import CompatError, ConfigAbsentError, cli_command
 
 _EXPR_VALUES = {"float('inf')": math.inf, "-float('inf')": -math.inf, 'float("inf")': math.inf,
                 "math.inf": math.inf}
@@ -169,7 +169,7 @@ class Registry:
         if not isinstance(data, dict) or data.get("format") != registry_format.FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise CompatError(f"registry format {found!r} is not format {registry_format.FORMAT}; regenerate it with "
-                              "`python -m compat registry refresh --only-known`")
+                              f"`{cli_command('registry refresh --only-known')}`")
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
         self._schemas: dict[tuple[str, str], Schema] = {}

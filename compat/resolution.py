@@ -19,7 +19,7 @@ from .canonical import Canonical, canonical
 from .configs import config_class
 from .dtypes import to_torch
 from .errors import (CompatError, ConstraintError, DroppedFieldWarning, InvalidValueError, NewerVersionWarning,
-                     UnsupportedFieldError)
+                     UnsupportedFieldError, cli_command)
 from .registry import Registry, Schema, registry, rules
 
 USER, RESOLVER, COERCED, CROSS = "user", "resolver", "coerced", "cross-config rule"
@@ -88,7 +88,7 @@ def target_schema(version=None, reg: Registry | None = None, config: str = "ddp"
     release, how = _v.match_release(version, reg.versions())
     if how == "newer":
         message = (f"megatron-core {version} is newer than the registry (newest {release}); run "
-                   f"`python -m compat gate megatron-core=={version}` to review it. Using {release}'s fields.")
+                   f"`{cli_command(f'gate megatron-core=={version}')}` to review it. Using {release}'s fields.")
         warnings.warn(message, NewerVersionWarning, stacklevel=3)
         notes.append(message)
     elif how != "exact":

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import CompatError, one_line
+from ..errors import CompatError, cli_command, one_line
 
 
 MAX_FROM_BYTES = 1 << 20  # an --from file: a JSON object of config fields
@@ -164,7 +164,7 @@ _LOCAL_COMMANDS = ("explain", "fields")  # need neither the gate nor vendor modu
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m compat", description=__doc__)
+    parser = argparse.ArgumentParser(prog=cli_command("").rstrip(), description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("explain", help="every field of a config: value, source and the name the version uses")
@@ -203,11 +203,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
 
 
-def message_line(message) -> str:
-    """Any message as one bounded line (``compat.errors.one_line``: linear time, at most MAX_LINE_CHARS shown)."""
-    return one_line(message)
-
-
 def _usage(message: str) -> int:
     """Exit 2: a usage error found after parsing, in one line."""
     return _say("usage error", message, 2)
@@ -221,7 +216,7 @@ def _error(message: str) -> int:
 def _say(prefix: str, message: str, code: int) -> int:
     try:
         if sys.stderr is not None:
-            print(f"{prefix}: {message_line(message)}", file=sys.stderr, flush=True)
+            print(f"{prefix}: {one_line(message)}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr is gone too: the exit code is all that is left
     return code

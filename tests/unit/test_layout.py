@@ -115,3 +115,32 @@ def test_py_typed_is_package_data():
     assert (PACKAGE / "py.typed").is_file()
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert '"py.typed"' in pyproject and '"LICENSE"' in pyproject and '"NOTICE"' in pyproject
+
+
+def test_messages_name_the_command_the_way_the_package_was_imported(tmp_path):
+    """A copy with its tooling says ``python -m <its import name>``; a vendored copy (runtime only) names the
+    installed tool; no message spells ``python -m compat`` by hand."""
+    import shutil
+
+    host = tmp_path / "host"
+    shutil.copytree(PACKAGE, host / "_vendor" / "mc", ignore=shutil.ignore_patterns("__pycache__"))
+    (host / "__init__.py").write_text("")
+    (host / "_vendor" / "__init__.py").write_text("")
+    code = ("import host._vendor.mc.errors as e, json; print(json.dumps(e.cli_command('fields')))")
+    run = lambda: json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
+                                            cwd=tmp_path, check=True).stdout)
+    assert run() == "python -m host._vendor.mc fields"
+    shutil.rmtree(host / "_vendor" / "mc" / "tooling")
+    assert run() == "mcore-compat fields"
+    spelled = [f"{p.relative_to(PACKAGE)}:{node.lineno}" for p in PACKAGE.rglob("*.py")
+               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and "python -m compat" in node.value
+               and not (isinstance(node, ast.Constant) and _is_docstring(p, node))]
+    assert not spelled
+
+
+def _is_docstring(path: Path, node: ast.Constant) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    holders = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return any(h.body and isinstance(h.body[0], ast.Expr) and h.body[0].value.lineno == node.lineno
+               and h.body[0].value.col_offset == node.col_offset for h in holders)

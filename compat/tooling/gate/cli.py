@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from ...errors import one_line
 from .accept_pin import accept
 from .candidate import GateUsageError
 from .config_gate import gate, load_registry, resolve_against
@@ -44,17 +45,15 @@ def cmd_gate(args) -> int:
         if args.accept:
             accept(report, registry, matrix, replace=args.replace)
     except GateUsageError as exc:
-        from ..cli import message_line
 
-        print(f"usage error: {message_line(exc)}", file=sys.stderr)
+        print(f"usage error: {one_line(exc)}", file=sys.stderr)
         return 2
     print(json.dumps(_json_safe(report.to_dict()), indent=1, default=str, allow_nan=False) if args.json
           else report.to_markdown())
     for section, lane in (("Checkpoints", report.checkpoints()), ("Training", report.training())):
         if lane and lane["status"] == "unreadable":  # the report went out without that section
-            from ..cli import message_line
-
-            print(f"warning: {message_line(lane['error'])}; the report has no {section} section", file=sys.stderr)
+    
+            print(f"warning: {one_line(lane['error'])}; the report has no {section} section", file=sys.stderr)
     return report.exit_code
 
 

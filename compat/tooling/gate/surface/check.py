@@ -369,3 +369,12 @@ def _blocked(failing: _Names, name: str) -> bool:
 def _ranges(present: list, ordered: list) -> list[str]:
     """Contiguous runs of ``present`` in ``ordered``: ["0.7.0..0.16.1", "0.19.2"]."""
     return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in _v.runs(present, ordered)]
+
+
+def summary(findings) -> dict:
+    """Counts of the findings by what they mean for the report."""
+    return {"breaking": sum(1 for f in findings if f.breaks and not f.on_against),
+            "guarded": sum(1 for f in findings if f.kind in BREAKING and f.guarded),
+            "also_on_against": sum(1 for f in findings if f.breaks and f.on_against),
+            "deprecated": sum(1 for f in findings if f.kind == DEPRECATED),
+            "not_shipped": sum(1 for f in findings if f.kind == NOT_SHIPPED)}
