@@ -144,3 +144,37 @@ def _is_docstring(path: Path, node: ast.Constant) -> bool:
     holders = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return any(h.body and isinstance(h.body[0], ast.Expr) and h.body[0].value.lineno == node.lineno
                and h.body[0].value.col_offset == node.col_offset for h in holders)
+
+
+def _layout_tool():
+    root = str(PACKAGE.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools import layout
+
+    return layout
+
+
+def test_readme_layout_lists_every_module_and_is_current():
+    layout = _layout_tool()
+    assert layout.problems() == []  # every module of compat/ is placed, runtime apart from tooling
+    assert not [m for m in layout.RUNTIME if m.startswith("tooling/")]
+    assert set(layout.TOOLING) >= {m for m in layout.modules() if m.startswith("tooling/")}
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    assert layout.replaced(readme) == readme, "README.md's Layout is stale: run python tools/layout.py"
+
+
+def test_layout_check_finds_an_unlisted_module(monkeypatch):
+    layout = _layout_tool()
+    monkeypatch.setattr(layout, "RUNTIME", [m for m in layout.RUNTIME if m != "cross.py"])
+    assert layout.problems() == ["compat/cross.py is not in tools/layout.py (RUNTIME or TOOLING)"]
+
+
+def test_readme_opens_with_use_it_in_your_project():
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    headings = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Use it in your project"
+    section = readme.split("## Use it in your project", 1)[1].split("\n## ", 1)[0]
+    for needed in ("vendor --check", "packaging", "__init__.py", "build_ddp_config", "gate megatron-core==",
+                   "pip wheel"):
+        assert needed in section, needed
