@@ -22,9 +22,6 @@ from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
 from .registry import Field, Schema, check_from_record, registry
 
-DDP_CLASS = CONFIGS["ddp"].class_name
-
-
 class PostInitChangedWarning(CompatWarning):
     """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
 
@@ -44,10 +41,6 @@ def megatron_class(config: str = "ddp"):
     if cls is None:
         raise MegatronNotInstalledError(f"the installed megatron-core has no {spec.class_name} in {spec.module}")
     return cls
-
-
-def ddp_config_class():
-    return megatron_class("ddp")
 
 
 def config_of(cls) -> str:
@@ -232,5 +225,5 @@ def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None)
     return build_config("transformer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 
 
-__all__ = ["DDP_CLASS", "PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
-           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "live_values", "megatron_class"]
+__all__ = ["PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
+           "build_transformer_config", "config_of", "live_schema", "live_values", "megatron_class"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import registry_format
 from . import version as _v
-from .annotations import TypeSpec, parse
+from .annotations import TypeSpec, type_of
 from .configs import CONFIGS, config_class, path_of_class
 from .dtypes import dtype_name
 from .errors import CompatError, ConfigAbsentError, cli_command
@@ -47,7 +47,7 @@ class Field:
 
     @property
     def type(self) -> TypeSpec:
-        return parse(self.annotation)
+        return type_of(self.annotation)
 
 
 @dataclass(frozen=True)
@@ -234,9 +234,6 @@ class Registry:
                     index.setdefault(n, []).append(v)
             self._with[config] = index
         return list(self._with[config].get(name, ()))
-
-    def optimizer_fields(self, version: str) -> tuple[Field, ...]:
-        return self.schema(version, "optimizer").fields
 
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""

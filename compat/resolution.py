@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import cross, precheck, fp32_rule
 from . import version as _v
-from .annotations import parse
+from .annotations import type_of
 from .canonical import Canonical, canonical
 from .configs import config_class
 from .dtypes import to_torch
@@ -408,6 +408,6 @@ def materialize(kwargs: dict, res_or_canon=None) -> dict:
     out = {}
     for name, value in kwargs.items():
         spec = canon.fields.get(name)
-        kinds = parse(spec.annotation).kinds() if spec is not None else set()
+        kinds = type_of(spec.annotation).kinds() if spec is not None else set()
         out[name] = to_torch(value) if isinstance(value, str) and "dtype" in kinds and "str" not in kinds else value
     return out

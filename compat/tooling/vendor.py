@@ -30,7 +30,6 @@ LEGAL = ("LICENSE", "NOTICE", "py.typed")  # travel with every copy (py.typed: t
 RUNTIME_DATA = ("registry.json", "renames.json", "rules.json", "cross_rules.json", "heads.json",
                 "type_acceptances.json", "value_aliases.json")
 MAX_MANIFEST_BYTES = 1 * MIB
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class VendorError(CompatError):
