@@ -1,9 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve the DDP, optimizer and transformer configs of one run together, so that the cross rules apply."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from .resolve import Resolution, materialize, resolve
+from .resolution import Resolution, materialize, resolve
 
 _ROUNDS = 3  # an "equal" rule can ask the optimizer to follow DDP once; a third round would mean a cycle
 
@@ -15,7 +18,7 @@ class ConfigResolutions:
     optimizer: Resolution | None = None
     transformer: Resolution | None = None
 
-    def items(self):
+    def items(self) -> list[tuple[str, Resolution]]:
         return [(k, r) for k, r in (("ddp", self.ddp), ("optimizer", self.optimizer),
                                     ("transformer", self.transformer)) if r is not None]
 
@@ -27,7 +30,8 @@ class ConfigResolutions:
         return {"version": self.version, **{k: r.to_dict() for k, r in self.items()}}
 
 
-def resolve_configs(ddp=None, optimizer=None, transformer=None, version=None, *, lenient: bool = False,
+def resolve_configs(ddp: Mapping[str, Any] | None = None, optimizer: Mapping[str, Any] | None = None,
+                    transformer: Mapping[str, Any] | None = None, version: str | None = None, *, lenient: bool = False,
                     transformer_config: str = "transformer") -> ConfigResolutions:
     """Resolve the configs given (overrides dicts, canonical or old names) for one megatron-core build.
 
