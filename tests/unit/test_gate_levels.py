@@ -231,7 +231,12 @@ def test_a_registry_release_is_compared_with_the_pin_before_it(tmp_path):
     report = g.gate(wheel, REG, pinned=pinned)
     assert report.against == "0.18.2" and "0.19.2 is already in the registry" in report.baseline
     assert g.gate(wheel, REG, "0.19.2", pinned=pinned).against == "0.19.2"  # --against wins
-    assert g.gate(wheel, REG).against == "0.19.2"  # the package alone knows no pins: the newest release
+    # the package alone (no matrix tools) applies matrix.yaml's rule to the registry: one pin per minor series
+    alone = g.gate(wheel, REG)
+    assert alone.against == "0.18.2" and "the minor series before it" in alone.baseline
+    releases = ["0.16.0", "0.16.1", "0.18.0", "0.18.2", "0.19.0", "0.19.1", "0.19.2"]
+    assert label.previous_pin("0.19.1", None, releases) == "0.18.2"  # not 0.19.0: a patch of the same series
+    assert label.previous_pin("0.18.0", None, releases) == "0.16.1" and label.previous_pin("0.16.0", None, releases) is None
 
 
 # -------------------------------------------------------------------------------------------- value renames

@@ -155,11 +155,13 @@ def gate(candidate, reg: Registry | None = None, against: str | None = None, *, 
     facts = read_candidate(path)
     report = compare(facts, reg, against, renames=renames, rules=rules, source=str(candidate), yanked=yanked)
     if against is None and report.label and not report.label["differs"]:
-        before = previous_pin(report.label["claims"], pinned)
+        before = previous_pin(report.label["claims"], pinned, reg.versions())
         if before is not None:
             report = compare(facts, reg, before, renames=renames, rules=rules, source=str(candidate), yanked=yanked)
+            where = ("in matrix.yaml" if pinned is not None else
+                     "(the newest release of the minor series before it, as matrix.yaml pins)")
             report.baseline = (f"{report.label['claims']} is already in the registry (same config); compared with "
-                               f"{before}, the pin before it in matrix.yaml: what adopting it means for a project "
+                               f"{before}, the pin before it {where}: what adopting it means for a project "
                                f"on {before}")
     from .sections import add_sections
 

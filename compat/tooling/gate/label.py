@@ -34,8 +34,12 @@ def label_record(claimed: str, changes: list) -> dict:
     return {"claims": claimed, "differs": bool(changes), "changes": len(changes), "shown": shown}
 
 
-def previous_pin(version: str, pinned: Iterable[str] | None) -> str | None:
+def previous_pin(version: str, pinned: Iterable[str] | None, releases: Iterable[str] = ()) -> str | None:
     """The newest pinned version older than ``version`` (``pinned``: the test matrix's pins, oldest first, from the
-    matrix tools); None without pins."""
-    older = [p for p in pinned or () if _v.is_newer(version, p)]
+    matrix tools). Without pins, the matrix's own rule on the registry's ``releases``: the newest release of the
+    newest minor series before ``version``'s (matrix.yaml pins one release per minor series, at its newest patch)."""
+    if pinned is None:
+        series = _v.parse(version).release[:2]
+        pinned = _v.sorted_versions(r for r in releases if _v.parse(r).release[:2] < series)
+    older = [p for p in pinned if _v.is_newer(version, p)]
     return older[-1] if older else None
