@@ -15,7 +15,7 @@ from .acceptances import acceptance, accepted_shapes, value_aliases
 from .annotations import parse
 from .configs import config_class, lineage
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
-from .registry import Field, Registry, Schema, describe_range, field_from_record, heads, renames, rules
+from .registry import Field, Registry, Schema, curated, describe_range, field_from_record, heads, renames
 
 _SUGGEST_CUTOFF = 0.6
 
@@ -61,7 +61,7 @@ class Canonical:
                                       and not r.get("old_is_dead")]
         self.renames = {r["old"]: r for r in table if not (both and r in both)}
         self.renamed_to = {r["new"]: r for r in table if not (both and r in both)}
-        self.value_rules = rules()["value_rules"] if config == "ddp" else {}
+        self.value_rules = curated(config)["value_rules"]
         self.history: dict[str, list[tuple[str, Field]]] = {}
         self.fields: dict[str, CanonicalField] = {}
         for level in lineage(config):  # a subclass is-a base: the base's fields it never had are known too
@@ -86,8 +86,7 @@ class Canonical:
         self._ranks: dict = {}
 
     def _unreleased(self, config: str) -> None:
-        curated = rules()["unreleased_fields"] if config == "ddp" else []
-        for u in curated:
+        for u in curated(config)["unreleased_fields"]:
             self.fields.setdefault(u["name"], CanonicalField(u["name"], u["annotation"], u["default"], None,
                                                              u.get("doc", ""), u["found_in"]))
         data = heads()

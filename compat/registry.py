@@ -61,7 +61,12 @@ class Check:
     reads: tuple[str, ...]
     skip: str | None  # why it is never pre-checked; None: it is
     line: int
-    owner: str
+    owner: str  # the class whose __post_init__ has it, or "rules.json" for a curated check
+    id: str = ""  # a curated check's name (what its ConstraintError cites)
+    evidence: tuple[str, ...] = ()  # a curated check's file:line in the release wheels
+    since: str | None = None  # a curated check's release range (``version.within``)
+    until: str | None = None
+    sets: tuple[tuple[str, object], ...] = ()  # kind "coerce": the values __post_init__ forces when ``when`` holds
 
     def where(self) -> str:
         return f"{path_of_class(self.owner, self.owner)}:{self.line}"
@@ -118,8 +123,11 @@ def field_from_record(record: dict) -> Field:
 
 
 def check_from_record(record: dict) -> Check:
+    """An extracted check (registry.json) or a curated one (rules.json): one shape, curated ones add id and evidence."""
     return Check(record["kind"], record["exception"], tuple(record["when"]), record.get("test"),
-                 record.get("message"), tuple(record["reads"]), record.get("skip"), record["line"], record["owner"])
+                 record.get("message"), tuple(record["reads"]), record.get("skip"), record.get("line", 0),
+                 record["owner"], record.get("id", ""), tuple(record.get("evidence", ())), record.get("since"),
+                 record.get("until"), tuple(record.get("sets", {}).items()))
 
 
 def schema_from_snapshot(version: str, source: str, snap: dict, config: str = "ddp") -> Schema:
@@ -275,6 +283,20 @@ def renames(config: str = "ddp") -> tuple[dict, ...]:
 @lru_cache(maxsize=1)
 def rules() -> dict:
     return load_json("rules.json")
+
+
+_NO_CURATED = {"constraints": [], "value_rules": {}, "unreleased_fields": [], "resolver_sets": []}
+
+
+def curated(config: str) -> dict:
+    """rules.json's policy for ``config`` (its checks, value rules, unreleased fields), empty for other classes."""
+    data = rules()
+    return data if config in data["configs"] else _NO_CURATED
+
+
+@lru_cache(maxsize=8)
+def curated_checks(config: str) -> tuple[Check, ...]:
+    return tuple(check_from_record(c) for c in curated(config)["constraints"])
 
 
 @lru_cache(maxsize=1)

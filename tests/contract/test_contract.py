@@ -7,8 +7,8 @@ import compat
 from compat import ConstraintError, UnsupportedFieldError
 from compat import version as v
 from compat.build import live_schema
-from compat.registry import registry, rules
-from compat.resolve import _applies
+from compat.precheck import applies
+from compat.registry import curated_checks, registry
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 
@@ -120,30 +120,39 @@ def test_fields_this_version_cannot_honour_raise(cls, entry):
         compat.build_ddp_config({}, {"optimizer": "muon", "use_layer_wise_distributed_optimizer": True})
 
 
+# (kwargs Megatron's __post_init__ rejects, what the shim's refusal says): the curated check's id, or the text of the
+# extracted check that pre-checks it (rules.json does not repeat those)
 VIOLATIONS = {
-    "mxfp8-reuse-needs-fp8-param-gather": {"reuse_grad_buf_for_mxfp8_param_ag": True},
-    "fp32-local-accumulation-needs-bf16-reduce": {"param_name_patterns_for_fp32_local_accumulation": ("x",),
-                                                  "grad_reduce_in_fp32": True},
-    "num-buckets-excludes-bucket-size": {"num_buckets": 2, "bucket_size": 1000},
+    "mxfp8-reuse-needs-fp8-param-gather": ({"reuse_grad_buf_for_mxfp8_param_ag": True},
+                                           "Reuse grad buffer only when keeping params in MXFP8"),
+    "fp32-local-accumulation-needs-bf16-reduce": ({"param_name_patterns_for_fp32_local_accumulation": ("x",),
+                                                   "grad_reduce_in_fp32": True},
+                                                  "fp32-local-accumulation-needs-bf16-reduce"),
+    "num-buckets-excludes-bucket-size": ({"num_buckets": 2, "bucket_size": 1000},
+                                         "Cannot specify both num_buckets and bucket_size"),
 }
+
+
+def _curated(rule_id: str):
+    return next((c for c in curated_checks("ddp") if c.id == rule_id), None)
 
 
 @pytest.mark.parametrize("rule_id", sorted(VIOLATIONS))
 def test_known_post_init_checks_both_sides(cls, entry, rule_id):
-    rule = next(r for r in rules()["constraints"] if r["id"] == rule_id)
-    kwargs = VIOLATIONS[rule_id]
-    if not _applies(rule, entry):
+    kwargs, refusal = VIOLATIONS[rule_id]
+    check = _curated(rule_id)
+    if check is not None and not applies(check, entry) or not set(kwargs) <= entry.post_init_reads:
         pytest.skip(f"{rule_id} does not apply to megatron-core {entry.version}")
-    with pytest.raises(ConstraintError, match=rule_id):
+    with pytest.raises(ConstraintError, match=refusal):
         compat.build_ddp_config(kwargs)
     with pytest.raises((AssertionError, ValueError)):  # Megatron's own check, hit without the shim
         cls(**kwargs)
 
 
 def test_coercion_mirrors_megatron(cls, entry):
-    rule = next(r for r in rules()["constraints"] if r["kind"] == "coerce")
-    if not _applies(rule, entry):
-        pytest.skip(f"{rule['id']} does not apply to megatron-core {entry.version}")
+    check = next(c for c in curated_checks("ddp") if c.kind == "coerce")
+    if not applies(check, entry):
+        pytest.skip(f"{check.id} does not apply to megatron-core {entry.version}")
     raw = cls(megatron_fsdp_max_pool_double_buffer=True)
     assert raw.fsdp_double_buffer is True
     assert compat.build_ddp_config({"megatron_fsdp_max_pool_double_buffer": True}).fsdp_double_buffer is True
