@@ -81,8 +81,8 @@ class Schema:
     fields: tuple[Field, ...]
     post_init_reads: frozenset = frozenset()
     post_init_writes: frozenset = frozenset()
-    config: str = "ddp"
-    class_name: str = "DistributedDataParallelConfig"
+    config: str = field(kw_only=True)
+    class_name: str = field(kw_only=True)
     checks: tuple[Check, ...] = ()
     dynamic_writes: bool = False
     bases: tuple[str, ...] = ()
@@ -130,14 +130,13 @@ def check_from_record(record: dict) -> Check:
                  record.get("until"), tuple(record.get("sets", {}).items()))
 
 
-def schema_from_snapshot(version: str, source: str, snap: dict, config: str = "ddp") -> Schema:
+def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) -> Schema:
     """A Schema from extracted (decoded) facts: ``{"class", "bases", "fields": [...], "post_init": {...}}``."""
     post = snap["post_init"]
     return Schema(version, source, tuple(field_from_record(f) for f in snap["fields"]),
-                  frozenset(post["reads"]), frozenset(post["writes"]), config,
-                  snap.get("class", CONFIGS[config].class_name),
+                  frozenset(post["reads"]), frozenset(post["writes"]),
                   tuple(check_from_record(c) for c in post.get("checks", ())), bool(post.get("dynamic_writes")),
-                  tuple(snap.get("bases", ())))
+                  tuple(snap.get("bases", ())), config=config, class_name=snap.get("class", CONFIGS[config].class_name))
 
 
 class _LazyChecks(tuple):
@@ -193,10 +192,10 @@ class Registry:
     def is_yanked(self, version: str) -> bool:
         return self.releases[version]["yanked"]
 
-    def has(self, version: str, config: str = "ddp") -> bool:
+    def has(self, version: str, *, config: str) -> bool:
         return config in self.releases[version]["configs"]
 
-    def schema(self, version: str, config: str = "ddp") -> Schema:
+    def schema(self, version: str, *, config: str) -> Schema:
         key = (version, config)
         if key not in self._schemas:
             ref = self.releases[version]["configs"].get(config)
@@ -208,13 +207,13 @@ class Registry:
         return self._schemas[key]
 
     def _build(self, version: str, config: str, snap: dict) -> Schema:
-        fields = self.fields_of(version, config)
+        fields = self.fields_of(version, config=config)
         checks = _LazyChecks(self, snap["checks"])
         return Schema(version, "registry", fields, frozenset(fields[i].name for i in snap["reads"]),
-                      frozenset(fields[i].name for i in snap["writes"]), config, snap["class"], checks,
-                      snap["dynamic_writes"], tuple(snap["bases"]))
+                      frozenset(fields[i].name for i in snap["writes"]), checks, snap["dynamic_writes"],
+                      tuple(snap["bases"]), config=config, class_name=snap["class"])
 
-    def fields_of(self, version: str, config: str = "ddp") -> tuple[Field, ...]:
+    def fields_of(self, version: str, *, config: str) -> tuple[Field, ...]:
         """The fields alone (cheaper than ``schema``)."""
         ref = self.releases[version]["configs"][config]
         return tuple(self._field(i) for i in self.data["snapshots"][ref]["fields"])
@@ -231,19 +230,19 @@ class Registry:
         return Check(c.kind, c.exception, c.when, c.test, c.message, c.reads, c.skip, line, c.owner)
 
     def versions_having(self, config: str) -> list[str]:
-        return [v for v in self.versions() if self.has(v, config)]
+        return [v for v in self.versions() if self.has(v, config=config)]
 
-    def versions_with(self, name: str, config: str = "ddp") -> list[str]:
+    def versions_with(self, name: str, *, config: str) -> list[str]:
         if config not in self._with:
             index: dict[str, list[str]] = {}
             for v in self.versions_having(config):
-                for n in self.schema(v, config).names:
+                for n in self.schema(v, config=config).names:
                     index.setdefault(n, []).append(v)
             self._with[config] = index
         return list(self._with[config].get(name, ()))
 
     def optimizer_fields(self, version: str) -> tuple[Field, ...]:
-        return self.schema(version, "optimizer").fields
+        return self.schema(version, config="optimizer").fields
 
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""
@@ -272,7 +271,7 @@ def _renames_data() -> dict:
     return load_json("renames.json")
 
 
-def renames(config: str = "ddp") -> tuple[dict, ...]:
+def renames(*, config: str) -> tuple[dict, ...]:
     """The accepted renames that apply to ``config`` (its own and those of the configs it inherits from)."""
     from .configs import lineage
 

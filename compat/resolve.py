@@ -52,8 +52,8 @@ class Resolution:
     kwargs: dict = field(default_factory=dict)
     dropped: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
-    config: str = "ddp"
-    class_name: str = "DistributedDataParallelConfig"
+    config: str = field(kw_only=True)
+    class_name: str = field(kw_only=True)
     prechecks: dict = field(default_factory=dict)  # how many __post_init__ checks were evaluated / not
     requests: dict = field(default_factory=dict, repr=False)  # values cross rules need in other configs
 
@@ -74,7 +74,7 @@ def _jsonable(value):
     return repr(value)
 
 
-def target_schema(version=None, reg: Registry | None = None, config: str = "ddp") -> tuple[Schema, str, list[str]]:
+def target_schema(version=None, reg: Registry | None = None, *, config: str) -> tuple[Schema, str, list[str]]:
     """The registry schema describing ``version`` (default: the installed one, else the newest release)."""
     reg = reg or registry()
     notes = []
@@ -91,7 +91,7 @@ def target_schema(version=None, reg: Registry | None = None, config: str = "ddp"
         notes.append(message)
     elif how != "exact":
         notes.append(f"megatron-core {version} is described by registry release {release} ({how})")
-    return reg.schema(release, config), how, notes
+    return reg.schema(release, config=config), how, notes
 
 
 # ------------------------------------------------------------------------------------ curated checks (rules.json)
@@ -160,8 +160,8 @@ def resolve(overrides=None, optimizer_config=None, version=None, *, config: str 
     notes: list[str] = []
     how = "live"
     if schema is None:
-        schema, how, notes = target_schema(version, reg, key)
-    canon = canonical(reg, schema if schema.source == "live" else None, key)
+        schema, how, notes = target_schema(version, reg, config=key)
+    canon = canonical(reg, schema if schema.source == "live" else None, config=key)
     given = canon.canonicalize(overrides, schema)
 
     values = {n: FieldResolution(n, g.value, USER, None, g.given_as, note=g.note) for n, g in given.items()}
@@ -233,11 +233,11 @@ def _optimizer_side(optimizer_config, version: str, reg: Registry) -> cross.Side
         return cross.Side("optimizer", {n: f.value for n, f in fields.items()},
                           {n for n, f in fields.items() if f.source == USER},
                           lambda n: n in fields and fields[n].target_name is not None)
-    canon = canonical(reg, None, "optimizer")
+    canon = canonical(reg, None, config="optimizer")
     defaults = {}
     try:
         release, _how = _v.match_release(version, reg.versions_having("optimizer"))
-        defaults = {f.name: f.default for f in reg.schema(release, "optimizer").fields}
+        defaults = {f.name: f.default for f in reg.schema(release, config="optimizer").fields}
     except CompatError:
         pass
     return cross.object_side("optimizer", optimizer_config, canon.fields, defaults)
@@ -299,7 +299,7 @@ def _label_hint(name: str, schema: Schema, canon: Canonical) -> str:
         release, _how = _v.match_release(schema.version, reg.versions_having(canon.config))
     except CompatError:
         return ""
-    if name in reg.schema(release, canon.config) and _v.parse(release).release == _v.parse(schema.version).release:
+    if name in reg.schema(release, config=canon.config) and _v.parse(release).release == _v.parse(schema.version).release:
         return (f"this build lacks {name} although its version label says {schema.version} (release {release} "
                 "has it): a pre-release or a development commit")
     return ""
@@ -380,9 +380,9 @@ def transformer_kwargs(overrides=None, version=None, *, lenient: bool = False, d
 def materialize(kwargs: dict, res_or_canon=None) -> dict:
     """Turn dtype names into torch dtypes (for fields whose annotation is a torch.dtype)."""
     if res_or_canon is None:
-        canon = canonical(registry())
+        canon = canonical(registry(), config="ddp")
     elif isinstance(res_or_canon, Resolution):
-        canon = canonical(registry(), None, res_or_canon.config)
+        canon = canonical(registry(), None, config=res_or_canon.config)
     else:
         canon = res_or_canon
     out = {}

@@ -329,13 +329,13 @@ class _Diff:
                       "nothing: the shim passes keyword arguments (positional construction would shift)")
 
 
-_NO_RULES = {"constraints": [], "resolver_sets": [], "value_rules": {}}
+_NO_RULES = {"configs": [], "constraints": [], "resolver_sets": [], "value_rules": {}}
 
 
 def diff_config(key: str, base: Schema, cand: Schema, version: str | None, *, renames, rules) -> list[Change]:
     """Every change of config ``key`` between ``base`` and ``cand``, classified under the class's policy."""
     pol = policy(key)
-    changes = _Diff(base, cand, renames, rules if pol["rules"] == "ddp" else _NO_RULES, version,
+    changes = _Diff(base, cand, renames, rules if key in rules["configs"] else _NO_RULES, version,
                     pol["read_by_shim"]).run()
     config = cand.class_name
     own = {f.name for f in (*base.fields, *cand.fields) if f.owner == config} if pol["own_fields"] else None

@@ -54,7 +54,7 @@ def decode_kwargs(kwargs: dict) -> dict:
 def real_class(config: str):
     if config == MODEL_PARALLEL:
         return importlib.import_module("megatron.core.model_parallel_config").ModelParallelConfig
-    return megatron_class(config)
+    return megatron_class(config=config)
 
 
 def real_outcome(cls, kwargs: dict) -> str | None:
@@ -76,7 +76,7 @@ def compat_outcomes(config: str, kwargs: dict, version: str) -> dict[str, Compat
         if config == MODEL_PARALLEL:
             reg = registry()
             try:
-                canonical(reg, None, "transformer").canonicalize(kwargs, reg.schema(version, "transformer"))
+                canonical(reg, None, config="transformer").canonicalize(kwargs, reg.schema(version, config="transformer"))
                 out["registry"] = None
             except CompatError as exc:
                 out["registry"] = exc
@@ -114,7 +114,7 @@ def cases_for(version: str):
     reg = registry()
     for case in LABELS["cases"]:
         config = case["config"]
-        have = config == MODEL_PARALLEL or (config in CONFIGS and reg.has(version, config))
+        have = config == MODEL_PARALLEL or (config in CONFIGS and reg.has(version, config=config))
         if have:
             yield case
 

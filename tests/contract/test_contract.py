@@ -29,7 +29,7 @@ def installed():
 def entry(installed):
     reg = registry()
     assert installed in reg.releases, f"megatron-core {installed} is not in the registry"
-    return reg.schema(installed)
+    return reg.schema(installed, config="ddp")
 
 
 def test_live_dataclass_equals_registry_entry(cls, entry):
@@ -112,7 +112,7 @@ def test_renamed_fields_land_on_the_field_megatron_reads(cls, entry):
 
 def test_fields_this_version_cannot_honour_raise(cls, entry):
     newest_only = "use_layer_wise_param_layout" if entry.version == registry().newest() else next(
-        n for n in reversed(registry().schema(registry().newest()).names)
+        n for n in reversed(registry().schema(registry().newest(), config="ddp").names)
         if n not in entry.names and n not in {"use_custom_fsdp"})
     with pytest.raises(UnsupportedFieldError, match=newest_only):
         compat.build_ddp_config({newest_only: True if newest_only != "num_buckets" else 4})
