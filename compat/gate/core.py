@@ -92,7 +92,9 @@ def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=N
 
 
 def config_changes(facts: dict, reg: Registry, against: str, renames=None, rules=None) -> list[Change]:
-    """Every config change between the candidate's facts and registry release ``against``, sorted by level."""
+    """Every config change between the candidate's facts and registry release ``against``, sorted by level.
+
+    ``renames`` (config key -> renames table) and ``rules`` (rules.json's shape) replace the committed ones."""
     rules = rules if rules is not None else registry_rules()
     version = facts["version"]
     changes = []
@@ -107,8 +109,8 @@ def config_changes(facts: dict, reg: Registry, against: str, renames=None, rules
             changes.append(missing_class(reg, key, against))
             continue
         cand = schema_from_snapshot(version or "candidate", "candidate", facts[key], config=key)
-        table = (renames if renames is not None else list(registry_renames(config="ddp"))) if key == "ddp" else \
-            list(registry_renames(config=key))
+        table = (renames or {}).get(key)
+        table = list(registry_renames(config=key)) if table is None else table
         changes += diff_config(key, reg.schema(against, config=key), cand, version, renames=table, rules=rules)
     rank, configs = {level: i for i, level in enumerate(LEVELS)}, order()
     changes.sort(key=lambda c: (rank[c.level], configs.index(c.config) if c.config in configs else len(configs)))
