@@ -102,7 +102,7 @@ def test_014_vs_0131_rename_proposed_fsdp_added_doc_change():
 @network
 def test_014_with_the_rename_table_of_its_time_proposes_a_new_entry():
     renames_then = [r for r in load_json("renames.json")["renames"] if not _v.is_newer(r["since"], "0.13.1")]
-    report = g.gate(refresh.download("0.14.0"), registry().truncated("0.13.1"), renames=renames_then)
+    report = g.gate(refresh.download("0.14.0"), registry().truncated("0.13.1"), renames={"ddp": renames_then})
     [removed] = by(report, g.DECISION, "removed", "keep_fp8_transpose_cache_when_using_custom_fsdp")
     assert "users may set it" in removed.notes
     [added] = by(report, g.DECISION, "added", "keep_fp8_transpose_cache")
