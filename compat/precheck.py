@@ -5,6 +5,9 @@ The effective config is the target's defaults plus the kwargs that will be passe
 condition evaluates to True (and, for an assert, its test to False) with known values: a check marked ``skip``, a
 value we do not know (a default kept as an expression) or an operation the evaluator refuses means "not checked",
 never "refused". Asserts are not checked when Python runs with -O (Megatron's asserts would not run either).
+
+The curated checks of rules.json (owner ``rules.json``) have the same shape and go through the same ``fires`` and
+``holds``; they may also call ``CURATED_FUNCTIONS`` (the environment) and carry a release range (``applies``).
 """
 from __future__ import annotations
 
@@ -13,18 +16,21 @@ import os
 import sys
 
 from . import version as _v
-from .annotations import parse
+from .annotations import type_of
 from .errors import CompatError, ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
 
 
-def _env_items(name):
-    """The comma-separated items of environment variable ``name`` (() when unset), as Megatron splits them."""
+CURATED = "rules.json"  # the owner of a curated check
+
+
+def _env_items(name: object) -> tuple[str, ...] | object:
+    """The comma-separated items of environment variable ``name``, split as Megatron splits them (unset: ("",))."""
     return tuple(os.environ.get(name, "").split(",")) if isinstance(name, str) else UNKNOWN
 
 
-def _is_torch_min_version(minimum):
+def _is_torch_min_version(minimum: object) -> bool | object:
     """Whether the installed torch is at least ``minimum`` (Megatron's helper of that name); unknown without torch."""
     try:
         return _v.at_least(importlib.metadata.version("torch"), minimum)
@@ -53,9 +59,6 @@ def holds(check: Check, env: dict, work: Work | None = None) -> bool | None:
     return True
 
 
-CURATED = "rules.json"  # the owner of a curated check
-
-
 def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> dict:
     """Field -> value as ``__post_init__`` would first see it (dtypes as ``Dtype``; unknown defaults UNKNOWN)."""
     env = {}
@@ -65,7 +68,7 @@ def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> 
     env.update(overrides or {})
     for f in schema.fields:
         value = env[f.name]
-        if isinstance(value, str) and "dtype" in parse(f.annotation).kinds() and "str" not in parse(f.annotation).kinds():
+        if isinstance(value, str) and "dtype" in type_of(f.annotation).kinds() and "str" not in type_of(f.annotation).kinds():
             env[f.name] = Dtype(value)
         elif type(value).__module__ == "torch" and type(value).__name__ == "dtype":
             env[f.name] = Dtype(str(value).removeprefix("torch."))
@@ -119,19 +122,10 @@ def error_for(check: Check, env: dict, schema: Schema) -> ConstraintError:
     return error
 
 
-def precheck(schema: Schema, kwargs: dict) -> None:
-    """Raise ConstraintError for the first extracted check that the kwargs certainly violate."""
-    env = environment(schema, kwargs)
-    found = violations(schema, env)
-    if found:
-        raise error_for(found[0], env, schema)
-
-
 def _shown(value):
     if isinstance(value, Dtype):
         return value.name
     return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
-__all__ = ["CURATED", "CURATED_FUNCTIONS", "applies", "environment", "error_for", "fires", "holds", "precheck", "run",
-           "violations"]
+__all__ = ["CURATED", "CURATED_FUNCTIONS", "applies", "environment", "error_for", "fires", "holds", "run", "violations"]

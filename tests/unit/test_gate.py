@@ -25,8 +25,10 @@ network = pytest.mark.network
 
 
 def run_cli(*args, env=None, timeout=180):
+    """``python -m compat gate ARGS``; with ``--matrix``, the matrix tools' gate (``python tools/matrix.py gate``)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "compat", "gate", *args], capture_output=True, text=True,
+    command = [str(ROOT / "tools" / "matrix.py")] if "--matrix" in args else ["-m", "compat"]
+    return subprocess.run([sys.executable, *command, "gate", *args], capture_output=True, text=True,
                           cwd=ROOT, env=full_env, timeout=timeout)
 
 

@@ -10,7 +10,7 @@ import compat
 from compat import ConstraintError, ddp_kwargs, resolve
 from compat import version as v
 from compat.cross import Side, _applies as cross_applies
-from compat.evaluate import UNKNOWN, evaluate, parse, unsupported
+from compat.evaluate import UNKNOWN, evaluate, unsupported
 from compat.precheck import CURATED, CURATED_FUNCTIONS, applies, environment, fires, holds
 from compat.registry import Check, curated_checks, load_json, registry
 
@@ -18,6 +18,10 @@ REG = registry()
 EXTRACTED_KEYS = set(REG.data["checks"][0])  # the shape of an extracted check in registry.json
 CURATED_RECORDS = load_json("rules.json")["constraints"]
 PACKAGE = Path(compat.__file__).parent
+
+
+def parse(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
 
 
 def _releases_where(check: Check) -> list[str]:

@@ -23,7 +23,6 @@ DEPRECATED = "deprecated"
 NOT_SHIPPED = "not shipped in the wheel"
 BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
             GIVEN_TWICE, OVERRIDE)
-KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
            UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
 
@@ -369,3 +368,12 @@ def _blocked(failing: _Names, name: str) -> bool:
 def _ranges(present: list, ordered: list) -> list[str]:
     """Contiguous runs of ``present`` in ``ordered``: ["0.7.0..0.16.1", "0.19.2"]."""
     return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in _v.runs(present, ordered)]
+
+
+def summary(findings) -> dict:
+    """Counts of the findings by what they mean for the report."""
+    return {"breaking": sum(1 for f in findings if f.breaks and not f.on_against),
+            "guarded": sum(1 for f in findings if f.kind in BREAKING and f.guarded),
+            "also_on_against": sum(1 for f in findings if f.breaks and f.on_against),
+            "deprecated": sum(1 for f in findings if f.kind == DEPRECATED),
+            "not_shipped": sum(1 for f in findings if f.kind == NOT_SHIPPED)}
