@@ -283,7 +283,8 @@ class Canonical:
         have = self.registry.versions_with(name, config=self.config)
         text = describe_range(have, among)
         old = self.renamed_to.get(name, {}).get("old")
-        only_old = [v for v in self.registry.versions_with(old, config=self.config) if v not in set(have)] if old else []
+        only_old = ([v for v in self.registry.versions_with(old, config=self.config) if v not in set(have)]
+                    if old else [])
         if only_old:
             text += f" (as {old} in {describe_range(only_old, among)})"
         if spec is not None and spec.found_in:

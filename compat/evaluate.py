@@ -172,7 +172,9 @@ def unsupported(node: ast.expr, functions: Collection[str] = ()) -> str | None:
     if isinstance(node, ast.BoolOp):
         return _first(node.values, functions)
     if isinstance(node, ast.UnaryOp):
-        return unsupported(node.operand, functions) if isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)) else "an operator"
+        if not isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)):
+            return "an operator"
+        return unsupported(node.operand, functions)
     if isinstance(node, ast.BinOp):
         if type(node.op) not in _BINOPS:
             return f"the operator {type(node.op).__name__}"

@@ -304,7 +304,8 @@ def _label_hint(name: str, schema: Schema, canon: Canonical) -> str:
         release, _how = _v.match_release(schema.version, reg.versions_having(canon.config))
     except CompatError:
         return ""
-    if name in reg.schema(release, config=canon.config) and _v.parse(release).release == _v.parse(schema.version).release:
+    same_release = _v.parse(release).release == _v.parse(schema.version).release
+    if name in reg.schema(release, config=canon.config) and same_release:
         return (f"this build lacks {name} although its version label says {schema.version} (release {release} "
                 "has it): a pre-release or a development commit")
     return ""
