@@ -128,7 +128,7 @@ def check_from_record(record: dict) -> Check:
     return Check(record["kind"], record["exception"], tuple(record["when"]), record.get("test"),
                  record.get("message"), tuple(record["reads"]), record.get("skip"), record.get("line", 0),
                  record["owner"], record.get("id", ""), tuple(record.get("evidence", ())), record.get("since"),
-                 record.get("until"), tuple(record.get("sets", {}).items()))
+                 record.get("until"), tuple(dict(record.get("sets") or ()).items()))
 
 
 def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) -> Schema:
