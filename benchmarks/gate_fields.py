@@ -56,7 +56,7 @@ def timed(fn) -> float:
 
 def main() -> dict:
     real = registry()
-    real_names = list(real.schema(real.newest()).names)
+    real_names = list(real.schema(real.newest(), config="ddp").names)
     rows = []
     with tempfile.TemporaryDirectory(prefix="gate-fields-") as tmp:
         tmp = Path(tmp)

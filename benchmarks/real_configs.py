@@ -87,7 +87,7 @@ def harvest(mirror: Path) -> dict:
 
 # ------------------------------------------------------------------------------------------------ mapping
 def _canon(key: str):
-    return canonical(registry(), None, key)
+    return canonical(registry(), None, config=key)
 
 
 @functools.cache
@@ -336,7 +336,7 @@ def run_build(entries: dict, cases: list) -> dict:
         key = entry["config"]
         reg = _absent_or(resolve_one, entry, version)
         try:
-            cls = build.megatron_class(key)
+            cls = build.megatron_class(config=key)
         except CompatError as exc:  # 0.7.0's optimizer module imports Apex; MLA starts at 0.10
             out["entries"][digest] = {"outcome": "class_absent", "why": str(exc)[:200],
                                       "registry_outcome": reg["outcome"],

@@ -306,7 +306,7 @@ def default_drift(data: dict) -> list:
         for version in PIN_VERSIONS:
             if version not in reg.versions_having(key):
                 continue
-            for f in reg.schema(version, key).fields:
+            for f in reg.schema(version, config=key).fields:
                 history.setdefault(f.name, []).append((version, f.default_text, f.default if f.exact else
                                                        f.default_text))
         recs = [r for r in data["configs"] if r.get("config") == key]
@@ -342,7 +342,7 @@ def wrapper_values(data: dict) -> list:
         if key is None:
             continue
         own = rec["site"].split("::")[0]
-        schema = reg.schema(NEWEST, key)
+        schema = reg.schema(NEWEST, config=key)
         for name, value in rec["values"].items():
             where = rec["where"].get(name, "")
             if where.rsplit(":", 1)[0] == own or name not in schema:
@@ -373,7 +373,7 @@ def provider_defaults(data: dict) -> list:
     for cls in data["wrapper_defaults"]:
         for name, d in cls["defaults"].items():
             for key in ("transformer", "mla", "optimizer", "ddp"):
-                f = reg.schema(NEWEST, key).get(name)
+                f = reg.schema(NEWEST, config=key).get(name)
                 if f is None:
                     continue
                 default = f.default if f.exact else f.default_text
@@ -448,7 +448,7 @@ def verl_drops(data: dict, reg: dict) -> list:
     rows: dict = {}
     for version in PIN_VERSIONS:
         for rec in recs:
-            schema = registry().schema(version, rec["config"]) if version in registry().versions_having(
+            schema = registry().schema(version, config=rec["config"]) if version in registry().versions_having(
                 rec["config"]) else None
             if schema is None:
                 continue

@@ -28,7 +28,7 @@ class PostInitChangedWarning(CompatWarning):
     """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
 
 
-def megatron_class(config: str = "ddp"):
+def megatron_class(*, config: str):
     """The live class of ``config`` ("ddp", "optimizer", "transformer", "mla", ...)."""
     spec = config_class(config)
     try:
@@ -81,7 +81,7 @@ def _live_default(f: dataclasses.Field):
 
 def live_schema(cls: type | None = None, config: str | None = None) -> Schema:
     """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data."""
-    cls = cls or megatron_class(config or "ddp")
+    cls = cls or megatron_class(config=config or "ddp")
     config = config or config_of(cls)
     version = _v.installed_version() or "0+unknown"
     fields = []
@@ -92,9 +92,10 @@ def live_schema(cls: type | None = None, config: str | None = None) -> Schema:
         fields.append(Field(f.name, _annotation_text(f.type), default, text, required=required, exact=not required,
                             enums=_enums_in(f.type)))
     post = _post_init(cls, config, version, tuple(f.name for f in fields), {f.name: f.annotation for f in fields})
-    return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]), config,
-                  cls.__name__, tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
-                  tuple(k.__name__ for k in inspect.getmro(cls)[1:] if dataclasses.is_dataclass(k)))
+    return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]),
+                  tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
+                  tuple(k.__name__ for k in inspect.getmro(cls)[1:] if dataclasses.is_dataclass(k)),
+                  config=config, class_name=cls.__name__)
 
 
 def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) -> dict:
@@ -102,8 +103,8 @@ def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) 
     reg = registry()
     spec = CONFIGS[config]
     if cls.__name__ == spec.class_name and cls.__module__.startswith("megatron.core."):
-        if version in reg.releases and reg.has(version, config) and reg.schema(version, config).names == names:
-            known = reg.schema(version, config)
+        if version in reg.releases and reg.has(version, config=config) and reg.schema(version, config=config).names == names:
+            known = reg.schema(version, config=config)
             return {"reads": known.post_init_reads, "writes": known.post_init_writes,
                     "dynamic_writes": known.dynamic_writes,
                     "checks": [dataclasses.asdict(c) for c in known.checks]}
@@ -184,11 +185,11 @@ def build_config(config: str | None = None, overrides: Mapping[str, Any] | None 
     from .canonical import canonical
     from .resolution import materialize, resolve
 
-    cls = cls or megatron_class(config or "ddp")
+    cls = cls or megatron_class(config=config or "ddp")
     key = config_class(config).key if config else config_of(cls)
     schema = live_schema(cls, key)
     resolution = resolve(overrides, optimizer_config, schema=schema, lenient=lenient)
-    kwargs = live_values(cls, materialize(resolution.kwargs, canonical(registry(), schema, key)))
+    kwargs = live_values(cls, materialize(resolution.kwargs, canonical(registry(), schema, config=key)))
     obj = cls(**kwargs)
     changed = {}
     for name, value in kwargs.items():

@@ -16,7 +16,7 @@ from .acceptances import acceptance, accepted_shapes, value_aliases
 from .annotations import type_of
 from .configs import config_class, lineage
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
-from .registry import Field, Registry, Schema, describe_range, field_from_record, heads, renames, rules
+from .registry import Field, Registry, Schema, curated, describe_range, field_from_record, heads, renames
 
 _SUGGEST_CUTOFF = 0.6
 
@@ -54,21 +54,21 @@ class Given:
 
 
 class Canonical:
-    def __init__(self, reg: Registry, extra: Schema | None = None, config: str = "ddp"):
+    def __init__(self, reg: Registry, extra: Schema | None = None, *, config: str):
         self.registry, self.config = reg, config
         self.class_name = config_class(config).class_name
-        table = renames(config)
+        table = renames(config=config)
         both = extra is not None and [r for r in table if r["old"] in extra and r["new"] in extra
                                       and not r.get("old_is_dead")]
         self.renames = {r["old"]: r for r in table if not (both and r in both)}
         self.renamed_to = {r["new"]: r for r in table if not (both and r in both)}
-        self.value_rules = rules()["value_rules"] if config == "ddp" else {}
+        self.value_rules = curated(config)["value_rules"]
         self.history: dict[str, list[tuple[str, Field]]] = {}
         self.fields: dict[str, CanonicalField] = {}
         for level in lineage(config):  # a subclass is-a base: the base's fields it never had are known too
             claimed = set(self.history)
             for version in reg.versions_having(level):
-                for f in reg.fields_of(version, level):
+                for f in reg.fields_of(version, config=level):
                     if f.name not in claimed:
                         self.history.setdefault(f.name, []).append((version, f))
         for name, seen in self.history.items():
@@ -87,8 +87,7 @@ class Canonical:
         self._ranks: dict = {}
 
     def _unreleased(self, config: str) -> None:
-        curated = rules()["unreleased_fields"] if config == "ddp" else []
-        for u in curated:
+        for u in curated(config)["unreleased_fields"]:
             self.fields.setdefault(u["name"], CanonicalField(u["name"], u["annotation"], u["default"], None,
                                                              u.get("doc", ""), u["found_in"]))
         data = heads()
@@ -238,7 +237,7 @@ class Canonical:
                 value = self.check_value(key, value, target=target_field, version=version)
                 note = self.rewrite_note(key, overrides[key], value, target_field, version)
             else:
-                raise UnknownFieldError(key, self.suggest(key), self.class_name, self.config)
+                raise UnknownFieldError(key, self.suggest(key), self.class_name, config=self.config)
             raw.setdefault(name, {})[key] = overrides[key]
             if name in out and not _same(out[name].value, value):
                 raise ConflictingAliasError(name, raw[name])
@@ -247,7 +246,7 @@ class Canonical:
 
     def _from_old(self, old: str, value, target: Schema | None):
         rename = self.renames[old]
-        old_versions = self.registry.versions_with(old, self.config)
+        old_versions = self.registry.versions_with(old, config=self.config)
         old_spec = self._spec_of(old, old_versions[-1]) if old_versions else self.fields[rename["new"]]
         value = self.check_value(old, value, old_spec)
         new = rename["new"]
@@ -260,7 +259,7 @@ class Canonical:
         raise InvalidValueError(old, value, f"cannot be expressed as {new}")
 
     def _spec_of(self, name: str, version: str) -> CanonicalField:
-        f = self.registry.schema(version, self.config).get(name)
+        f = self.registry.schema(version, config=self.config).get(name)
         return CanonicalField(f.name, f.annotation, f.default, None, f.doc, exact=f.exact)
 
     # ---- output side ------------------------------------------------------------------------------------------
@@ -281,10 +280,11 @@ class Canonical:
     def supported_in(self, name: str) -> str:
         spec = self.fields.get(name)
         among = self.registry.versions_having(self.config)
-        have = self.registry.versions_with(name, self.config)
+        have = self.registry.versions_with(name, config=self.config)
         text = describe_range(have, among)
         old = self.renamed_to.get(name, {}).get("old")
-        only_old = [v for v in self.registry.versions_with(old, self.config) if v not in set(have)] if old else []
+        only_old = ([v for v in self.registry.versions_with(old, config=self.config) if v not in set(have)]
+                    if old else [])
         if only_old:
             text += f" (as {old} in {describe_range(only_old, among)})"
         if spec is not None and spec.found_in:
@@ -300,8 +300,8 @@ def _same(a, b) -> bool:
 
 
 @lru_cache(maxsize=16)
-def canonical(reg: Registry, extra: Schema | None = None, config: str = "ddp") -> Canonical:
-    return Canonical(reg, extra, config)
+def canonical(reg: Registry, extra: Schema | None = None, *, config: str) -> Canonical:
+    return Canonical(reg, extra, config=config)
 
 
 __all__ = ["Canonical", "CanonicalField", "Field", "Given", "canonical"]

@@ -14,6 +14,7 @@ class ConfigClass:
     path: str  # the file that defines the class, inside the package
     module: str  # where the live class is imported from
     parent: str | None = None  # the config it subclasses: its renames and cross rules apply here too
+    takes_optimizer: bool = False  # resolved with the user's optimizer config (the FP32 rule, the cross rules)
 
 
 MODEL_PARALLEL_PATH = "megatron/core/model_parallel_config.py"
@@ -22,7 +23,7 @@ OPTIMIZER_PATH = "megatron/core/optimizer/optimizer_config.py"
 DDP_PATH = "megatron/core/distributed/distributed_data_parallel_config.py"
 
 CONFIGS: dict[str, ConfigClass] = {c.key: c for c in (
-    ConfigClass("ddp", "DistributedDataParallelConfig", DDP_PATH, "megatron.core.distributed"),
+    ConfigClass("ddp", "DistributedDataParallelConfig", DDP_PATH, "megatron.core.distributed", takes_optimizer=True),
     ConfigClass("optimizer", "OptimizerConfig", OPTIMIZER_PATH, "megatron.core.optimizer.optimizer_config"),
     ConfigClass("adam_optimizer", "AdamOptimizerConfig", OPTIMIZER_PATH, "megatron.core.optimizer.optimizer_config",
                 "optimizer"),

@@ -65,9 +65,7 @@ def object_side(config: str, obj, names, defaults: dict | None = None) -> Side:
 
 
 def _applies(rule: dict, sides: dict, version: str) -> bool:
-    if "since" in rule and not _v.at_least(_v.parse(version).base_version, rule["since"]):
-        return False
-    if "until" in rule and _v.is_newer(_v.parse(version).base_version, rule["until"]):
+    if not _v.within(version, rule.get("since"), rule.get("until")):
         return False
     refs = [*rule["when"], rule["then"]] + ([rule["then"]["equals_field"]] if "equals_field" in rule["then"] else [])
     return all(r["config"] in sides and sides[r["config"]].has(r["field"]) for r in refs)

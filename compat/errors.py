@@ -79,12 +79,10 @@ class CompatError(ValueError):
 
 
 class UnknownFieldError(CompatError):
-    def __init__(self, field: str, suggestion: str | None = None, where: str = "DistributedDataParallelConfig",
-                 config: str = "ddp"):
+    def __init__(self, field: str, suggestion: str | None, where: str, *, config: str):
         self.field, self.suggestion = field, suggestion
-        flag = "" if config == "ddp" else f" --config {config}"
         hint = (f"; did you mean {suggestion!r}?" if suggestion
-                else f"; `{cli_command(f'fields{flag} --mcore VERSION')}` lists the valid names")
+                else f"; `{cli_command(f'fields --config {config} --mcore VERSION')}` lists the valid names")
         super().__init__(f"unknown {where} field {field!r}{hint}")
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import re
 import threading
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 
 from .dtypes import dtype_name
@@ -161,37 +162,40 @@ def _is_self_field(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def unsupported(node: ast.expr) -> str | None:
-    """Why ``node`` is outside the evaluator's language, or None when it is inside."""
+def unsupported(node: ast.expr, functions: Collection[str] = ()) -> str | None:
+    """Why ``node`` is outside the evaluator's language, or None when it is inside. ``functions``: names of the
+    caller's own functions the expression may call too (see ``evaluate``)."""
     if isinstance(node, ast.Constant):
         return None if isinstance(node.value, (bool, int, float, str, type(None))) else "a non-scalar constant"
     if _is_self_field(node) or _torch_dtype(node):
         return None
     if isinstance(node, ast.BoolOp):
-        return _first(node.values)
+        return _first(node.values, functions)
     if isinstance(node, ast.UnaryOp):
-        return unsupported(node.operand) if isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)) else "an operator"
+        if not isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)):
+            return "an operator"
+        return unsupported(node.operand, functions)
     if isinstance(node, ast.BinOp):
         if type(node.op) not in _BINOPS:
             return f"the operator {type(node.op).__name__}"
-        return _first([node.left, node.right])
+        return _first([node.left, node.right], functions)
     if isinstance(node, ast.Compare):
         if any(type(op) not in _CMPOPS and not isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             return "a comparison it does not know"
-        return _first([node.left, *node.comparators])
+        return _first([node.left, *node.comparators], functions)
     if isinstance(node, ast.IfExp):
-        return _first([node.test, node.body, node.orelse])
+        return _first([node.test, node.body, node.orelse], functions)
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return _first(node.elts)
+        return _first(node.elts, functions)
     if isinstance(node, ast.Call):
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name not in _FUNCTIONS or node.keywords:
+        if (name not in _FUNCTIONS and name not in functions) or node.keywords:
             return f"a call of {ast.unparse(node.func)}"
         if name == "isinstance":
             if len(node.args) != 2 or not _type_arg(node.args[1]):
                 return "isinstance against a non-builtin type"
-            return unsupported(node.args[0])
-        return _first(node.args)
+            return unsupported(node.args[0], functions)
+        return _first(node.args, functions)
     if isinstance(node, ast.Name):
         return f"the name {node.id}"
     if isinstance(node, ast.Attribute):
@@ -199,9 +203,9 @@ def unsupported(node: ast.expr) -> str | None:
     return f"a {type(node).__name__} expression"
 
 
-def _first(nodes) -> str | None:
+def _first(nodes, functions: Collection[str]) -> str | None:
     for n in nodes:
-        why = unsupported(n)
+        why = unsupported(n, functions)
         if why:
             return why
     return None
@@ -221,23 +225,25 @@ def _expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
-def evaluate(text: str, env: dict, work: Work | None = None):
+def evaluate(text: str, env: dict, work: Work | None = None,
+             functions: Mapping[str, Callable] | None = None):
     """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN. ``work``: the
-    budget to charge (a fresh MAX_WORK when None)."""
+    budget to charge (a fresh MAX_WORK when None). ``functions``: the caller's own functions the text may call by
+    name, beside the builtins (the curated checks' environment functions); each returns a value or UNKNOWN."""
     try:
-        return _within(work or Work(), _eval, _expr(text), env)
+        return _within(work or Work(), _eval, _expr(text), env, functions=functions or {})
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
             MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
 
 
-def _within(work: Work, fn, *args):
-    outer = getattr(_CURRENT, "work", None)
-    _CURRENT.work = work
+def _within(work: Work, fn, *args, functions: Mapping[str, Callable] | None = None):
+    outer = getattr(_CURRENT, "work", None), getattr(_CURRENT, "functions", None)
+    _CURRENT.work, _CURRENT.functions = work, functions or {}
     try:
         return fn(*args)
     finally:
-        _CURRENT.work = outer
+        _CURRENT.work, _CURRENT.functions = outer
 
 
 def truth(value):
@@ -328,7 +334,8 @@ def _value(node: ast.expr, env: dict):
         args = [_eval(a, env) for a in node.args]
         if any(a is UNKNOWN or isinstance(a, Dtype) for a in args):
             return UNKNOWN
-        return _FUNCTIONS[name](*args)
+        fn = _FUNCTIONS.get(name) or _CURRENT.functions.get(name)
+        return UNKNOWN if fn is None else fn(*args)
     return UNKNOWN
 
 

@@ -5,15 +5,58 @@ The effective config is the target's defaults plus the kwargs that will be passe
 condition evaluates to True (and, for an assert, its test to False) with known values: a check marked ``skip``, a
 value we do not know (a default kept as an expression) or an operation the evaluator refuses means "not checked",
 never "refused". Asserts are not checked when Python runs with -O (Megatron's asserts would not run either).
+
+The curated checks of rules.json (owner ``rules.json``) have the same shape and go through the same ``fires`` and
+``holds``; they may also call ``CURATED_FUNCTIONS`` (the environment) and carry a release range (``applies``).
 """
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import sys
 
+from . import version as _v
 from .annotations import type_of
-from .errors import ConstraintError
+from .errors import CompatError, ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
+
+
+CURATED = "rules.json"  # the owner of a curated check
+
+
+def _env_items(name: object) -> tuple[str, ...] | object:
+    """The comma-separated items of environment variable ``name``, split as Megatron splits them (unset: ("",))."""
+    return tuple(os.environ.get(name, "").split(",")) if isinstance(name, str) else UNKNOWN
+
+
+def _is_torch_min_version(minimum: object) -> bool | object:
+    """Whether the installed torch is at least ``minimum`` (Megatron's helper of that name); unknown without torch."""
+    try:
+        return _v.at_least(importlib.metadata.version("torch"), minimum)
+    except (importlib.metadata.PackageNotFoundError, CompatError):
+        return UNKNOWN
+
+
+# What curated checks (rules.json) may call beyond the extracted checks' language: they read the environment.
+CURATED_FUNCTIONS = {"env_items": _env_items, "is_torch_min_version": _is_torch_min_version}
+
+
+def applies(check: Check, schema: Schema) -> bool:
+    """A curated check applies to a build in its release range whose __post_init__ reads all it reads."""
+    return set(check.reads) <= schema.post_init_reads and _v.within(schema.version, check.since, check.until)
+
+
+def holds(check: Check, env: dict, work: Work | None = None) -> bool | None:
+    """Whether every condition of ``check.when`` is True (None: one is unknown)."""
+    work = work or Work()
+    for cond in check.when:
+        t = truth(evaluate(cond, env, work, CURATED_FUNCTIONS if check.owner == CURATED else None))
+        if t is UNKNOWN:
+            return None
+        if not t:
+            return False
+    return True
 
 
 def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> dict:
@@ -40,12 +83,9 @@ def fires(check: Check, env: dict, work: Work | None = None) -> bool | None:
     if check.kind == "assert" and sys.flags.optimize:
         return None
     work = work or Work()
-    for cond in check.when:
-        t = truth(evaluate(cond, env, work))
-        if t is UNKNOWN:
-            return None
-        if not t:
-            return False
+    when = holds(check, env, work)
+    if not when:
+        return when
     if check.kind == "raise":
         return True
     t = truth(evaluate(check.test, env, work))
@@ -88,4 +128,4 @@ def _shown(value):
     return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
-__all__ = ["environment", "error_for", "fires", "run", "violations"]
+__all__ = ["CURATED", "CURATED_FUNCTIONS", "applies", "environment", "error_for", "fires", "holds", "run", "violations"]

@@ -62,7 +62,12 @@ class Check:
     reads: tuple[str, ...]
     skip: str | None  # why it is never pre-checked; None: it is
     line: int
-    owner: str
+    owner: str  # the class whose __post_init__ has it, or "rules.json" for a curated check
+    id: str = ""  # a curated check's name (what its ConstraintError cites)
+    evidence: tuple[str, ...] = ()  # a curated check's file:line in the release wheels
+    since: str | None = None  # a curated check's release range (``version.within``)
+    until: str | None = None
+    sets: tuple[tuple[str, object], ...] = ()  # kind "coerce": the values __post_init__ forces when ``when`` holds
 
     def where(self) -> str:
         return f"{path_of_class(self.owner, self.owner)}:{self.line}"
@@ -77,8 +82,8 @@ class Schema:
     fields: tuple[Field, ...]
     post_init_reads: frozenset = frozenset()
     post_init_writes: frozenset = frozenset()
-    config: str = "ddp"
-    class_name: str = "DistributedDataParallelConfig"
+    config: str = field(kw_only=True)
+    class_name: str = field(kw_only=True)
     checks: tuple[Check, ...] = ()
     dynamic_writes: bool = False
     bases: tuple[str, ...] = ()
@@ -119,18 +124,20 @@ def field_from_record(record: dict) -> Field:
 
 
 def check_from_record(record: dict) -> Check:
+    """An extracted check (registry.json) or a curated one (rules.json): one shape, curated ones add id and evidence."""
     return Check(record["kind"], record["exception"], tuple(record["when"]), record.get("test"),
-                 record.get("message"), tuple(record["reads"]), record.get("skip"), record["line"], record["owner"])
+                 record.get("message"), tuple(record["reads"]), record.get("skip"), record.get("line", 0),
+                 record["owner"], record.get("id", ""), tuple(record.get("evidence", ())), record.get("since"),
+                 record.get("until"), tuple(dict(record.get("sets") or ()).items()))
 
 
-def schema_from_snapshot(version: str, source: str, snap: dict, config: str = "ddp") -> Schema:
+def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) -> Schema:
     """A Schema from extracted (decoded) facts: ``{"class", "bases", "fields": [...], "post_init": {...}}``."""
     post = snap["post_init"]
     return Schema(version, source, tuple(field_from_record(f) for f in snap["fields"]),
-                  frozenset(post["reads"]), frozenset(post["writes"]), config,
-                  snap.get("class", CONFIGS[config].class_name),
+                  frozenset(post["reads"]), frozenset(post["writes"]),
                   tuple(check_from_record(c) for c in post.get("checks", ())), bool(post.get("dynamic_writes")),
-                  tuple(snap.get("bases", ())))
+                  tuple(snap.get("bases", ())), config=config, class_name=snap.get("class", CONFIGS[config].class_name))
 
 
 class _LazyChecks(tuple):
@@ -186,10 +193,10 @@ class Registry:
     def is_yanked(self, version: str) -> bool:
         return self.releases[version]["yanked"]
 
-    def has(self, version: str, config: str = "ddp") -> bool:
+    def has(self, version: str, *, config: str) -> bool:
         return config in self.releases[version]["configs"]
 
-    def schema(self, version: str, config: str = "ddp") -> Schema:
+    def schema(self, version: str, *, config: str) -> Schema:
         key = (version, config)
         if key not in self._schemas:
             ref = self.releases[version]["configs"].get(config)
@@ -201,13 +208,13 @@ class Registry:
         return self._schemas[key]
 
     def _build(self, version: str, config: str, snap: dict) -> Schema:
-        fields = self.fields_of(version, config)
+        fields = self.fields_of(version, config=config)
         checks = _LazyChecks(self, snap["checks"])
         return Schema(version, "registry", fields, frozenset(fields[i].name for i in snap["reads"]),
-                      frozenset(fields[i].name for i in snap["writes"]), config, snap["class"], checks,
-                      snap["dynamic_writes"], tuple(snap["bases"]))
+                      frozenset(fields[i].name for i in snap["writes"]), checks, snap["dynamic_writes"],
+                      tuple(snap["bases"]), config=config, class_name=snap["class"])
 
-    def fields_of(self, version: str, config: str = "ddp") -> tuple[Field, ...]:
+    def fields_of(self, version: str, *, config: str) -> tuple[Field, ...]:
         """The fields alone (cheaper than ``schema``)."""
         ref = self.releases[version]["configs"][config]
         return tuple(self._field(i) for i in self.data["snapshots"][ref]["fields"])
@@ -224,13 +231,13 @@ class Registry:
         return Check(c.kind, c.exception, c.when, c.test, c.message, c.reads, c.skip, line, c.owner)
 
     def versions_having(self, config: str) -> list[str]:
-        return [v for v in self.versions() if self.has(v, config)]
+        return [v for v in self.versions() if self.has(v, config=config)]
 
-    def versions_with(self, name: str, config: str = "ddp") -> list[str]:
+    def versions_with(self, name: str, *, config: str) -> list[str]:
         if config not in self._with:
             index: dict[str, list[str]] = {}
             for v in self.versions_having(config):
-                for n in self.schema(v, config).names:
+                for n in self.schema(v, config=config).names:
                     index.setdefault(n, []).append(v)
             self._with[config] = index
         return list(self._with[config].get(name, ()))
@@ -262,7 +269,7 @@ def _renames_data() -> dict:
     return load_json("renames.json")
 
 
-def renames(config: str = "ddp") -> tuple[dict, ...]:
+def renames(*, config: str) -> tuple[dict, ...]:
     """The accepted renames that apply to ``config`` (its own and those of the configs it inherits from)."""
     from .configs import lineage
 
@@ -273,6 +280,20 @@ def renames(config: str = "ddp") -> tuple[dict, ...]:
 @lru_cache(maxsize=1)
 def rules() -> dict:
     return load_json("rules.json")
+
+
+_NO_CURATED = {"constraints": [], "value_rules": {}, "unreleased_fields": [], "resolver_sets": []}
+
+
+def curated(config: str) -> dict:
+    """rules.json's policy for ``config`` (its checks, value rules, unreleased fields), empty for other classes."""
+    data = rules()
+    return data if config in data["configs"] else _NO_CURATED
+
+
+@lru_cache(maxsize=8)
+def curated_checks(config: str) -> tuple[Check, ...]:
+    return tuple(check_from_record(c) for c in curated(config)["constraints"])
 
 
 @lru_cache(maxsize=1)

@@ -1,14 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Resolve user overrides into the exact kwargs of one config class of one megatron-core build, with provenance.
 
-Any config in ``compat.configs`` ("ddp", "optimizer", "transformer", "mla", ...). For DDPConfig the resolver rules
-(``compat.fp32_rule``) add values from the optimizer config and the curated rules of rules.json are applied; for
-every class the ``__post_init__`` checks extracted from its source are pre-checked (``compat.precheck``).
+Any config in ``compat.configs`` ("ddp", "optimizer", "transformer", "mla", ...). For a class that takes an
+optimizer config (``ConfigClass.takes_optimizer``: DDPConfig) the resolver rules (``compat.fp32_rule``) and the cross
+rules add values from it; the curated checks of rules.json for the class are applied, and the ``__post_init__``
+checks extracted from its source are pre-checked (both with ``compat.precheck``).
 """
 from __future__ import annotations
 
-import importlib.metadata
-import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,11 +17,12 @@ from . import cross, precheck, fp32_rule
 from . import version as _v
 from .annotations import type_of
 from .canonical import Canonical, canonical
-from .configs import config_class
+from .configs import CONFIGS, config_class
 from .dtypes import to_torch
 from .errors import (CompatError, ConstraintError, DroppedFieldWarning, InvalidValueError, NewerVersionWarning,
                      UnsupportedFieldError, cli_command)
-from .registry import Registry, Schema, registry, rules
+from .evaluate import render
+from .registry import Registry, Schema, curated_checks, registry
 
 USER, RESOLVER, COERCED, CROSS = "user", "resolver", "coerced", "cross-config rule"
 DEFAULT, IMPLIED, LENIENT, ABSENT = "megatron-default", "dropped: equals implied default", "dropped: lenient", "absent"
@@ -56,8 +56,8 @@ class Resolution:
     kwargs: dict = field(default_factory=dict)
     dropped: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
-    config: str = "ddp"
-    class_name: str = "DistributedDataParallelConfig"
+    config: str = field(kw_only=True)
+    class_name: str = field(kw_only=True)
     prechecks: dict = field(default_factory=dict)  # how many __post_init__ checks were evaluated / not
     requests: dict = field(default_factory=dict, repr=False)  # values cross rules need in other configs
 
@@ -78,7 +78,7 @@ def _jsonable(value):
     return repr(value)
 
 
-def target_schema(version=None, reg: Registry | None = None, config: str = "ddp") -> tuple[Schema, str, list[str]]:
+def target_schema(version=None, reg: Registry | None = None, *, config: str) -> tuple[Schema, str, list[str]]:
     """The registry schema describing ``version`` (default: the installed one, else the newest release)."""
     reg = reg or registry()
     notes = []
@@ -95,39 +95,16 @@ def target_schema(version=None, reg: Registry | None = None, config: str = "ddp"
         notes.append(message)
     elif how != "exact":
         notes.append(f"megatron-core {version} is described by registry release {release} ({how})")
-    return reg.schema(release, config), how, notes
+    return reg.schema(release, config=config), how, notes
 
 
-# ------------------------------------------------------------------------------------ curated DDP rules
-def _applies(rule: dict, schema: Schema) -> bool:
-    if not set(rule["reads"]) <= schema.post_init_reads:
-        return False
-    if "since" in rule and not _v.at_least(schema.version, rule["since"]):
-        return False
-    return not ("until" in rule and _v.is_newer(_v.parse(schema.version).base_version, rule["until"]))
+# ------------------------------------------------------------------------------------ curated checks (rules.json)
+def _apply_curated(values: dict, schema: Schema, canon: Canonical, lenient: bool) -> list[str]:
+    """Pre-check (and mirror the coercions of) the curated checks of rules.json that apply to this build.
 
-
-def _holds(pred: dict, effective: dict) -> bool:
-    if "field" in pred:
-        value = effective.get(pred["field"])
-        return {"truthy": bool(value), "falsy": not value, "none": value is None,
-                "not_none": value is not None}[pred["is"]]
-    if "env" in pred:
-        return pred["has_item"] in os.environ.get(pred["env"], "").split(",")
-    if "torch_below" in pred:
-        try:
-            return _v.parse(importlib.metadata.version("torch")) < _v.parse(pred["torch_below"])
-        except importlib.metadata.PackageNotFoundError:
-            return False
-    raise ValueError(f"unknown predicate {pred}")
-
-
-def _apply_constraints(values: dict, schema: Schema, canon: Canonical, lenient: bool = False) -> list[str]:
-    """Pre-check (and mirror the coercions of) the curated rules.json rules that apply to this DDP build.
-
-    A coercion that would override a value the user set is refused (the class would silently replace it);
-    ``lenient`` drops the user's value with a warning instead and keeps the coerced one. Returns the notes of what
-    was dropped."""
+    They run on the values as set, before they are placed. A coercion that would override a value the user set is
+    refused (the class would silently replace it); ``lenient`` drops the user's value with a warning instead and
+    keeps the coerced one. Returns the notes of what was dropped."""
     dropped = []
 
     def effective() -> dict:
@@ -136,29 +113,31 @@ def _apply_constraints(values: dict, schema: Schema, canon: Canonical, lenient: 
         out.update({n: f.value for n, f in values.items()})
         return out
 
-    for rule in rules()["constraints"]:
-        if not _applies(rule, schema):
+    for check in curated_checks(schema.config):
+        if not precheck.applies(check, schema):
             continue
-        current = effective()  # again per rule: an earlier coercion may have changed it
-        if not all(_holds(p, current) for p in rule["when"]):
+        current = effective()  # again per check: an earlier coercion may have changed it
+        fired = precheck.holds(check, current) if check.kind == "coerce" else precheck.fires(check, current)
+        if not fired:
             continue
-        involved = {p["field"]: current[p["field"]] for p in rule["when"] if "field" in p}
-        if rule["kind"] == "check":
-            raise ConstraintError(rule["id"], rule["message"], involved, schema.version)
-        for name, forced in rule["sets"].items():
+        involved = {name: current.get(name) for name in check.reads}
+        message = render(check.message, current)
+        if check.kind != "coerce":
+            raise ConstraintError(check.id, message, involved, schema.version)
+        for name, forced in check.sets:
             current = values.get(name)
             if current is not None and current.source == USER and current.value != forced:
                 if not lenient:
-                    raise ConstraintError(rule["id"], rule["message"] + OVERRIDE_HINT,
-                                          {**involved, name: current.value}, schema.version)
+                    raise ConstraintError(check.id, message + OVERRIDE_HINT, {**involved, name: current.value},
+                                          schema.version)
                 note = (f"dropped {name}={current.value!r}: megatron-core {schema.version} would override it "
-                        f"({rule['message']}) [lenient]")
+                        f"({message}) [lenient]")
                 warnings.warn(note, DroppedFieldWarning, stacklevel=4)
-                values[name] = FieldResolution(name, forced, COERCED, None, current.given_as, rule["id"], note)
+                values[name] = FieldResolution(name, forced, COERCED, None, current.given_as, check.id, note)
                 dropped.append(note)
                 continue
             if current is None:
-                values[name] = FieldResolution(name, forced, COERCED, None, rule=rule["id"], note=rule["message"])
+                values[name] = FieldResolution(name, forced, COERCED, None, rule=check.id, note=message)
     return dropped
 
 
@@ -177,14 +156,17 @@ def resolve(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = 
         raise InvalidValueError("schema", type(schema).__name__, "expected a Schema from compat.live_schema, "
                                 "or None for the registry's")
     key = schema.config if schema is not None else config_class(config).key
-    if key != "ddp" and optimizer_config is not None:
+    takes_optimizer = config_class(key).takes_optimizer
+    if not takes_optimizer and optimizer_config is not None:
+        which = " and ".join(k for k, c in CONFIGS.items() if c.takes_optimizer)
         raise InvalidValueError("optimizer_config", type(optimizer_config).__name__,
-                                "only the ddp config takes an optimizer config (resolve it with config='optimizer')")
+                                f"only the {which} config takes an optimizer config (resolve it with "
+                                "config='optimizer')")
     notes: list[str] = []
     how = "live"
     if schema is None:
-        schema, how, notes = target_schema(version, reg, key)
-    canon = canonical(reg, schema if schema.source == "live" else None, key)
+        schema, how, notes = target_schema(version, reg, config=key)
+    canon = canonical(reg, schema if schema.source == "live" else None, config=key)
     given = canon.canonicalize(overrides, schema)
 
     values = {n: FieldResolution(n, g.value, USER, None, g.given_as, note=g.note) for n, g in given.items()}
@@ -193,20 +175,20 @@ def resolve(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = 
         if name not in given:
             values[name] = FieldResolution(name, canon.check_value(name, value), CROSS, None, rule=rule)
     requests: dict = {}
-    if key == "ddp":
+    if takes_optimizer:
         view = optimizer_view(optimizer_config)
         for name, value, rule in fp32_rule.injections({n: g.value for n, g in given.items()}, view):
             if name not in values or values[name].source != USER:
                 values[name] = FieldResolution(name, canon.check_value(name, value), RESOLVER, None, rule=rule)
         if optimizer_config is not None:
-            sides = {"ddp": _ddp_side(values, set(given), schema, canon),
+            sides = {key: _own_side(key, values, set(given), schema, canon),
                      "optimizer": _optimizer_side(optimizer_config, schema.version, reg)}
             sets, cross_notes = cross.plan(sides, schema.version)
             notes += cross_notes
-            for name, (value, rule) in sets["ddp"].items():
+            for name, (value, rule) in sets[key].items():
                 values[name] = FieldResolution(name, canon.check_value(name, value), CROSS, None, rule=rule)
-            requests = {k: v for k, v in sets.items() if k != "ddp" and v}
-        notes += _apply_constraints(values, schema, canon, lenient)
+            requests = {k: v for k, v in sets.items() if k != key and v}
+    notes += _apply_curated(values, schema, canon, lenient)
 
     res = Resolution(schema.version, schema.source, how, warnings=notes, config=key, class_name=schema.class_name)
     res.requests = requests
@@ -245,8 +227,8 @@ def effective_values(values: dict, schema: Schema, canon: Canonical) -> dict:
     return out
 
 
-def _ddp_side(values: dict, given: set, schema: Schema, canon: Canonical) -> cross.Side:
-    return cross.Side("ddp", effective_values(values, schema, canon), given,
+def _own_side(key: str, values: dict, given: set, schema: Schema, canon: Canonical) -> cross.Side:
+    return cross.Side(key, effective_values(values, schema, canon), given,
                       lambda n: n in schema or canon.old_name_in(n, schema) is not None)
 
 
@@ -256,11 +238,11 @@ def _optimizer_side(optimizer_config, version: str, reg: Registry) -> cross.Side
         return cross.Side("optimizer", {n: f.value for n, f in fields.items()},
                           {n for n, f in fields.items() if f.source == USER},
                           lambda n: n in fields and fields[n].target_name is not None)
-    canon = canonical(reg, None, "optimizer")
+    canon = canonical(reg, None, config="optimizer")
     defaults = {}
     try:
         release, _how = _v.match_release(version, reg.versions_having("optimizer"))
-        defaults = {f.name: f.default for f in reg.schema(release, "optimizer").fields}
+        defaults = {f.name: f.default for f in reg.schema(release, config="optimizer").fields}
     except CompatError:
         pass
     return cross.object_side("optimizer", optimizer_config, canon.fields, defaults)
@@ -322,7 +304,8 @@ def _label_hint(name: str, schema: Schema, canon: Canonical) -> str:
         release, _how = _v.match_release(schema.version, reg.versions_having(canon.config))
     except CompatError:
         return ""
-    if name in reg.schema(release, canon.config) and _v.parse(release).release == _v.parse(schema.version).release:
+    same_release = _v.parse(release).release == _v.parse(schema.version).release
+    if name in reg.schema(release, config=canon.config) and same_release:
         return (f"this build lacks {name} although its version label says {schema.version} (release {release} "
                 "has it): a pre-release or a development commit")
     return ""
@@ -403,9 +386,9 @@ def transformer_kwargs(overrides: Mapping[str, Any] | None = None, version: str 
 def materialize(kwargs: dict, res_or_canon=None) -> dict:
     """Turn dtype names into torch dtypes (for fields whose annotation is a torch.dtype)."""
     if res_or_canon is None:
-        canon = canonical(registry())
+        canon = canonical(registry(), config="ddp")
     elif isinstance(res_or_canon, Resolution):
-        canon = canonical(registry(), None, res_or_canon.config)
+        canon = canonical(registry(), None, config=res_or_canon.config)
     else:
         canon = res_or_canon
     out = {}

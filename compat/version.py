@@ -44,6 +44,17 @@ def at_least(version, minimum) -> bool:
     return parse(version) >= parse(minimum)
 
 
+def within(version, since=None, until=None) -> bool:
+    """Whether ``version`` lies in the range ``since``..``until`` (both inclusive; None: open) of a rule.
+
+    The one meaning of a rule's range: a build is placed by its base release, so a pre-release, dev, post or local
+    build of 0.18.0 (0.18.0rc1, 0.18.0.dev0, 0.18.0.post1, 0.18.0+abc) is inside "since 0.18.0" and inside
+    "until 0.18.0", as ``match_release`` describes it by 0.18.0's registry entry.
+    """
+    base = parse(parse(version).base_version)
+    return (since is None or base >= parse(since)) and (until is None or base <= parse(until))
+
+
 def version_from_filename(filename: str) -> str | None:
     """The version in a wheel or sdist file name of megatron-core, or None."""
     m = re.match(r"megatron[_-]core-([^-]+?)(?:-.*\.whl|\.tar\.gz|\.zip)$", filename)

@@ -64,11 +64,11 @@ def release_acceptances(version: str, wheel: Path) -> dict[tuple[str, str, str],
     pkg = Package(str(wheel))
     out = {}
     for config in CONFIGS:
-        if not reg.has(version, config):
+        if not reg.has(version, config=config):
             continue
-        inherited = {n for base in lineage(config)[1:] if reg.has(version, base)
-                     for n in reg.schema(version, base).names}
-        fields = [f for f in reg.fields_of(version, config) if f.name not in inherited]
+        inherited = {n for base in lineage(config)[1:] if reg.has(version, config=base)
+                     for n in reg.schema(version, config=base).names}
+        fields = [f for f in reg.fields_of(version, config=config) if f.name not in inherited]
         reads = field_reads(pkg, {f.name for f in fields}, CONFIG_FILES)
         for f in fields:
             for shape in shapes_of(f, reads.get(f.name, [])):

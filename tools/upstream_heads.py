@@ -44,7 +44,7 @@ def head_facts(repo: Path, branch: str) -> tuple[dict, dict]:
 
 def build(repo: Path, branches: list[str]) -> dict:
     reg = registry()
-    released = {key: {n for v in reg.versions_having(key) for n in reg.schema(v, key).names} for key in CONFIGS}
+    released = {key: {n for v in reg.versions_having(key) for n in reg.schema(v, config=key).names} for key in CONFIGS}
     heads, fields = {}, {}
     for branch in branches:
         info, facts = head_facts(repo, branch)

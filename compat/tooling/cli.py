@@ -100,11 +100,14 @@ def _print(obj, as_json: bool, text: str):
 
 
 def cmd_explain(args) -> int:
+    from ..configs import CONFIGS, config_class
     from ..resolution import resolve
 
-    if args.config != "ddp" and any(getattr(args, f) for f in _OPTIMIZER_FLAGS):
-        args.parser.error("--optimizer/--precision-aware/--main-grads-dtype/--layer-wise apply to --config ddp only")
-    res = resolve(_overrides(args, args.parser), _optimizer_from(args) if args.config == "ddp" else None,
+    takes_optimizer = config_class(args.config).takes_optimizer
+    if not takes_optimizer and any(getattr(args, f) for f in _OPTIMIZER_FLAGS):
+        which = " or ".join(f"--config {k}" for k, c in CONFIGS.items() if c.takes_optimizer)
+        args.parser.error(f"--optimizer/--precision-aware/--main-grads-dtype/--layer-wise apply to {which} only")
+    res = resolve(_overrides(args, args.parser), _optimizer_from(args) if takes_optimizer else None,
                   args.mcore, config=args.config, lenient=args.lenient)
     rows = [f"megatron-core {res.version} {res.class_name} ({res.schema_source}, {res.match})"]
     rows += [f"note: {w}" for w in res.warnings]

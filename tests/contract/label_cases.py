@@ -76,7 +76,7 @@ def compat_outcomes(config: str, kwargs: dict, version: str) -> dict[str, Compat
         if config == MODEL_PARALLEL:
             reg = registry()
             try:
-                canonical(reg, None, "transformer").canonicalize(kwargs, reg.schema(version, "transformer"))
+                canonical(reg, None, config="transformer").canonicalize(kwargs, reg.schema(version, config="transformer"))
                 out["registry"] = None
             except CompatError as exc:
                 out["registry"] = exc
@@ -116,7 +116,7 @@ def cases_for(version: str):
     reg = registry()
     for case in LABELS["cases"]:
         config = case["config"]
-        have = config == MODEL_PARALLEL or (config in CONFIGS and reg.has(version, config))
+        have = config == MODEL_PARALLEL or (config in CONFIGS and reg.has(version, config=config))
         if have:
             yield case
 

@@ -17,7 +17,7 @@ def live_class(config):
     """The installed class. megatron.core.optimizer 0.7.0 imports apex at package import (absent on CPU hosts):
     then the real class is loaded from its installed file alone, without the package's __init__."""
     try:
-        return megatron_class(config)
+        return megatron_class(config=config)
     except compat.MegatronNotInstalledError as exc:
         if "apex" not in str(exc):
             raise
@@ -32,9 +32,9 @@ def live_class(config):
 def setup(config, installed):
     reg = registry()
     assert installed in reg.releases, f"megatron-core {installed} is not in the registry"
-    if not reg.has(installed, config):
+    if not reg.has(installed, config=config):
         pytest.skip(f"megatron-core {installed} has no {config} class")
-    return live_class(config), reg.schema(installed, config)
+    return live_class(config), reg.schema(installed, config=config)
 
 
 def battery(config, names):

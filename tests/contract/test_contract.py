@@ -7,8 +7,8 @@ import compat
 from compat import ConstraintError, UnsupportedFieldError
 from compat import version as v
 from compat.build import live_schema
-from compat.registry import registry, rules
-from compat.resolution import _applies
+from compat.precheck import applies
+from compat.registry import curated_checks, registry
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 
@@ -29,7 +29,7 @@ def installed():
 def entry(installed):
     reg = registry()
     assert installed in reg.releases, f"megatron-core {installed} is not in the registry"
-    return reg.schema(installed)
+    return reg.schema(installed, config="ddp")
 
 
 def test_live_dataclass_equals_registry_entry(cls, entry):
@@ -112,7 +112,7 @@ def test_renamed_fields_land_on_the_field_megatron_reads(cls, entry):
 
 def test_fields_this_version_cannot_honour_raise(cls, entry):
     newest_only = "use_layer_wise_param_layout" if entry.version == registry().newest() else next(
-        n for n in reversed(registry().schema(registry().newest()).names)
+        n for n in reversed(registry().schema(registry().newest(), config="ddp").names)
         if n not in entry.names and n not in {"use_custom_fsdp"})
     with pytest.raises(UnsupportedFieldError, match=newest_only):
         compat.build_ddp_config({newest_only: True if newest_only != "num_buckets" else 4})
@@ -120,30 +120,39 @@ def test_fields_this_version_cannot_honour_raise(cls, entry):
         compat.build_ddp_config({}, {"optimizer": "muon", "use_layer_wise_distributed_optimizer": True})
 
 
+# (kwargs Megatron's __post_init__ rejects, what the shim's refusal says): the curated check's id, or the text of the
+# extracted check that pre-checks it (rules.json does not repeat those)
 VIOLATIONS = {
-    "mxfp8-reuse-needs-fp8-param-gather": {"reuse_grad_buf_for_mxfp8_param_ag": True},
-    "fp32-local-accumulation-needs-bf16-reduce": {"param_name_patterns_for_fp32_local_accumulation": ("x",),
-                                                  "grad_reduce_in_fp32": True},
-    "num-buckets-excludes-bucket-size": {"num_buckets": 2, "bucket_size": 1000},
+    "mxfp8-reuse-needs-fp8-param-gather": ({"reuse_grad_buf_for_mxfp8_param_ag": True},
+                                           "Reuse grad buffer only when keeping params in MXFP8"),
+    "fp32-local-accumulation-needs-bf16-reduce": ({"param_name_patterns_for_fp32_local_accumulation": ("x",),
+                                                   "grad_reduce_in_fp32": True},
+                                                  "fp32-local-accumulation-needs-bf16-reduce"),
+    "num-buckets-excludes-bucket-size": ({"num_buckets": 2, "bucket_size": 1000},
+                                         "Cannot specify both num_buckets and bucket_size"),
 }
+
+
+def _curated(rule_id: str):
+    return next((c for c in curated_checks("ddp") if c.id == rule_id), None)
 
 
 @pytest.mark.parametrize("rule_id", sorted(VIOLATIONS))
 def test_known_post_init_checks_both_sides(cls, entry, rule_id):
-    rule = next(r for r in rules()["constraints"] if r["id"] == rule_id)
-    kwargs = VIOLATIONS[rule_id]
-    if not _applies(rule, entry):
+    kwargs, refusal = VIOLATIONS[rule_id]
+    check = _curated(rule_id)
+    if check is not None and not applies(check, entry) or not set(kwargs) <= entry.post_init_reads:
         pytest.skip(f"{rule_id} does not apply to megatron-core {entry.version}")
-    with pytest.raises(ConstraintError, match=rule_id):
+    with pytest.raises(ConstraintError, match=refusal):
         compat.build_ddp_config(kwargs)
     with pytest.raises((AssertionError, ValueError)):  # Megatron's own check, hit without the shim
         cls(**kwargs)
 
 
 def test_coercion_mirrors_megatron(cls, entry):
-    rule = next(r for r in rules()["constraints"] if r["kind"] == "coerce")
-    if not _applies(rule, entry):
-        pytest.skip(f"{rule['id']} does not apply to megatron-core {entry.version}")
+    check = next(c for c in curated_checks("ddp") if c.kind == "coerce")
+    if not applies(check, entry):
+        pytest.skip(f"{check.id} does not apply to megatron-core {entry.version}")
     raw = cls(megatron_fsdp_max_pool_double_buffer=True)
     assert raw.fsdp_double_buffer is True
     assert compat.build_ddp_config({"megatron_fsdp_max_pool_double_buffer": True}).fsdp_double_buffer is True

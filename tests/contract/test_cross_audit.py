@@ -82,7 +82,7 @@ def _overlap_rule_applies(installed) -> bool:
     rule = next(r for r in cross_rules()["rules"] if r["id"] == "overlap-param-gather-agrees")
     reg = registry()
     return v.at_least(installed, rule["since"]) and all(
-        "overlap_param_gather" in reg.schema(installed, key).names for key in ("ddp", "optimizer"))
+        "overlap_param_gather" in reg.schema(installed, config=key).names for key in ("ddp", "optimizer"))
 
 
 def test_overlap_param_gather_follows_a_real_optimizer_config(installed):

@@ -298,7 +298,7 @@ def gate_changes(old: str, new: str) -> dict:
     reg = registry()
     out = {}
     for key in CONFIGS:
-        a, b = reg.schema(old, key), reg.schema(new, key)
+        a, b = reg.schema(old, config=key), reg.schema(new, config=key)
         fa, fb = {f.name: f for f in a.fields}, {f.name: f for f in b.fields}
         defaults = {n: [fa[n].default_text, fb[n].default_text] for n in sorted(set(fa) & set(fb))
                     if fa[n].default_text != fb[n].default_text}

@@ -398,7 +398,7 @@ import json
 from compat import precheck
 from compat.tooling.extract import extract_class
 from compat.registry import schema_from_snapshot
-schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"))
+schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"), config="ddp")
 env = precheck.environment(schema, {{"x": {value}}})
 found, counts = precheck.run(schema, env)
 message = str(precheck.error_for(found, env, schema)) if found else None

@@ -65,9 +65,9 @@ CATALOGUE = {
                                            "grad_reduce_in_fp32": True}, ADAM, "0.17.0", ConstraintError,
                                           "needs grad_reduce_in_fp32=False"),
     "post-init-num-buckets-bucket-size": ({"num_buckets": 4, "bucket_size": 10**6}, None, "0.18.2", ConstraintError,
-                                          "set only one of num_buckets and bucket_size"),
+                                          "Cannot specify both num_buckets and bucket_size"),
     "post-init-mxfp8-reuse": ({"reuse_grad_buf_for_mxfp8_param_ag": True}, None, "0.13.1", ConstraintError,
-                              "needs fp8_param_gather=True"),
+                              "Reuse grad buffer only when keeping params in MXFP8"),
     "post-init-max-pool-double-buffer": ({"megatron_fsdp_max_pool_double_buffer": True, "fsdp_double_buffer": False},
                                          None, "0.19.2", ConstraintError, "the class would silently replace the "
                                                                           "value you set"),

@@ -71,9 +71,9 @@ def test_registry_records_enum_members_from_the_wheels():
     from compat.registry import registry
 
     reg = registry()
-    field = reg.schema("0.16.1", "transformer").get("attention_backend")
+    field = reg.schema("0.16.1", config="transformer").get("attention_backend")
     assert dict(field.enums)["AttnBackend"] == ("flash", "fused", "unfused", "local", "auto")
-    assert reg.schema("0.10.0", "transformer").get("attention_backend") is None  # the field came in 0.11.0
+    assert reg.schema("0.10.0", config="transformer").get("attention_backend") is None  # the field came in 0.11.0
 
 
 @pytest.mark.parametrize("value", ["no_such_backend", 3, AttnBackend.flash])

@@ -34,33 +34,33 @@ def test_every_class_of_every_release_with_the_research_field_counts():
     reg = registry()
     assert reg.versions() == list(SUMMARY)
     for version, (tf, mla, opt, sub) in SUMMARY.items():
-        assert len(reg.schema(version, "transformer").fields) == tf, version
-        assert len(reg.schema(version, "optimizer").fields) == opt, version
-        assert reg.has(version, "mla") is (mla is not None)
+        assert len(reg.schema(version, config="transformer").fields) == tf, version
+        assert len(reg.schema(version, config="optimizer").fields) == opt, version
+        assert reg.has(version, config="mla") is (mla is not None)
         if mla:
-            assert len(reg.schema(version, "mla").fields) == mla, version
+            assert len(reg.schema(version, config="mla").fields) == mla, version
         for key in ("adam_optimizer", "sgd_optimizer"):
-            assert reg.has(version, key) is (sub is not None), (version, key)
+            assert reg.has(version, config=key) is (sub is not None), (version, key)
             if sub:
-                assert len(reg.schema(version, key).fields) == sub
+                assert len(reg.schema(version, config=key).fields) == sub
 
 
 def test_inheritance_order_redeclared_fields_and_owners():
     reg = registry()
-    tf, mla = reg.schema("0.19.2", "transformer"), reg.schema("0.19.2", "mla")
+    tf, mla = reg.schema("0.19.2", config="transformer"), reg.schema("0.19.2", config="mla")
     assert tf.bases == ("ModelParallelConfig",) and mla.bases == ("TransformerConfig", "ModelParallelConfig")
     assert tf.names[0] == "tensor_model_parallel_size" and tf.get("tensor_model_parallel_size").owner == \
         "ModelParallelConfig"
     assert mla.names[:len(tf.names)] == tf.names  # base order first, re-declarations in place
     assert (tf.get("normalization").default, mla.get("normalization").default) == ("LayerNorm", "RMSNorm")
     assert mla.get("normalization").owner == "MLATransformerConfig"
-    sgd = reg.schema("0.16.1", "sgd_optimizer")
-    assert sgd.get("optimizer").default == "sgd" and sgd.names == reg.schema("0.16.1", "optimizer").names
+    sgd = reg.schema("0.16.1", config="sgd_optimizer")
+    assert sgd.get("optimizer").default == "sgd" and sgd.names == reg.schema("0.16.1", config="optimizer").names
 
 
 @pytest.mark.parametrize("version", sorted(TF_CHECKS))
 def test_transformer_post_init_checks_per_release(version):
-    schema = registry().schema(version, "transformer")
+    schema = registry().schema(version, config="transformer")
     assert len(schema.checks) == TF_CHECKS[version]
     assert {c.owner for c in schema.checks} == {"TransformerConfig", "ModelParallelConfig"}
     assert schema.checks[0].owner == "ModelParallelConfig"  # super().__post_init__() runs first
@@ -122,7 +122,7 @@ def test_a_rejected_candidate_is_not_an_alias():
 def test_a_live_subclass_with_both_names_keeps_the_old_one():
     """A Bridge-style subclass declaring its own max_position_embeddings next to original_...: the live
     dataclass decides, the key is not redirected."""
-    base = registry().schema("0.19.2", "mla")
+    base = registry().schema("0.19.2", config="mla")
     extra = Field("max_position_embeddings", "int", 4096, "4096")
     live = Schema("0.19.2", "live", base.fields + (extra,), config="mla", class_name="BridgeMLA")
     res = resolve({**TF, "max_position_embeddings": 163840}, config="mla", schema=live)
@@ -204,7 +204,7 @@ def test_extracted_checks_are_pre_checked_with_file_and_line():
 
 
 def test_a_check_on_a_field_post_init_rewrites_is_not_pre_checked():
-    schema = registry().schema("0.19.2", "transformer")
+    schema = registry().schema("0.19.2", config="transformer")
     groups = [c for c in schema.checks if "num_query_groups" in c.reads and "tensor_model_parallel_size" in c.reads]
     assert groups and all("may set before it" in c.skip for c in groups)  # None becomes num_attention_heads first
     # megatron accepts num_query_groups=None with tp=2 (it becomes 4): a naive pre-check of `None % 2` would not
@@ -343,9 +343,10 @@ def test_fields_of_the_upstream_heads_are_known_as_unreleased():
 
 def test_a_build_whose_label_claims_a_release_it_does_not_match():
     """A commit that reports 0.18.0 but lacks num_buckets (a pre-release)."""
-    release = registry().schema("0.18.0", "ddp")
+    release = registry().schema("0.18.0", config="ddp")
     live = Schema("0.18.0rc1", "live", tuple(f for f in release.fields if f.name != "num_buckets"),
-                  release.post_init_reads, release.post_init_writes)
+                  release.post_init_reads, release.post_init_writes, config="ddp",
+                  class_name="DistributedDataParallelConfig")
     with pytest.raises(UnsupportedFieldError, match="this build lacks num_buckets although its version label says "
                                                     "0.18.0rc1"):
         resolve({"num_buckets": 4}, None, schema=live)

@@ -90,7 +90,7 @@ def test_committed_acceptances_are_well_formed():
     for row in data["acceptances"]:
         assert row["shape"] in data["shapes"]
         assert row["releases"] and all(v in reg.releases for v in row["releases"])
-        assert all(row["field"] in reg.schema(v, row["config"]) for v in row["releases"])
+        assert all(row["field"] in reg.schema(v, config=row["config"]) for v in row["releases"])
         ev = row["evidence"]
         assert ev["release"] == row["releases"][-1] and ev["reads"] and all(":" in e for e in ev["examples"])
         if row["shape"] == "none":

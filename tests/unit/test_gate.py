@@ -105,7 +105,7 @@ def test_014_vs_0131_rename_proposed_fsdp_added_doc_change():
 @network
 def test_014_with_the_rename_table_of_its_time_proposes_a_new_entry():
     renames_then = [r for r in load_json("renames.json")["renames"] if not _v.is_newer(r["since"], "0.13.1")]
-    report = g.gate(refresh.download("0.14.0"), registry().truncated("0.13.1"), renames=renames_then)
+    report = g.gate(refresh.download("0.14.0"), registry().truncated("0.13.1"), renames={"ddp": renames_then})
     [removed] = by(report, g.DECISION, "removed", "keep_fp8_transpose_cache_when_using_custom_fsdp")
     assert "users may set it" in removed.notes
     [added] = by(report, g.DECISION, "added", "keep_fp8_transpose_cache")
@@ -133,16 +133,17 @@ def test_017_vs_0161_mapped_removal_is_breaking_a_check_gated_by_a_new_field_is_
 def test_018_vs_0171_bucket_size_check_is_classified_by_what_pins_it():
     wheel = refresh.download("0.18.0")
     report = g.gate(wheel, registry().truncated("0.17.1"))
-    [check] = by(report, g.DECISION, "check", "bucket_size")  # pinned, and a rule already models it
-    assert "num-buckets-excludes-bucket-size" in check.shim
+    [check] = by(report, g.DECISION, "check", "bucket_size")  # pinned, and the extracted check pre-checks it
+    assert "pre-checked assert at megatron/core/distributed/distributed_data_parallel_config.py:261" in check.shim
     assert any('value rule {"min": 1}' in n for n in check.notes) and "num_buckets" in check.notes[0]
     assert by(report, g.DECISION, "added", "num_buckets")
 
-    # with the rules of its time nothing models it, but `if self.num_buckets is not None: assert self.bucket_size
-    # is None` needs the new num_buckets (default None) set: no 0.17.1 config can trip it, a decision at most
+    # with the rules of its time no curated rule models it, the extracted check still does; and `if
+    # self.num_buckets is not None: assert self.bucket_size is None` needs the new num_buckets (default None) set:
+    # no 0.17.1 config can trip it, a decision at most
     then = g.gate(wheel, registry().truncated("0.17.1"), rules=rules_as_of("0.17.1"))
     [check] = by(then, g.DECISION, "check", "bucket_size")
-    assert "no rules.json constraint" in check.shim
+    assert "rules.json" not in check.shim and "pre-checked assert" in check.shim
     assert any("fires only when num_buckets" in n for n in check.notes)
 
 

@@ -96,7 +96,7 @@ def _ddp_with_new_check(when: str, reads: tuple[str, ...]) -> dict:
 
 
 def test_a_check_that_needs_a_new_default_off_field_is_a_decision_at_most():
-    schema = REG.schema("0.16.1")
+    schema = REG.schema("0.16.1", config="ddp")
     resolver_set = next(n for n in load_json("rules.json")["resolver_sets"] if n in schema
                         and n not in schema.post_init_reads)
     gated = g.compare(_ddp_with_new_check("self.cache_views", ("cache_views", resolver_set)), REG, "0.16.1")
@@ -347,5 +347,5 @@ def test_the_shims_own_alias_data_is_read_with_list_values():
     known, why_none = aliases.shim_aliases()
     assert why_none is None and any(isinstance(a["new"], list) for a in known)
     rewrite = {"config": "transformer", "field": "cuda_graph_modules", "old": "full", "new": [], "evidence": "x:1"}
-    changes = aliases.alias_changes([rewrite], {"transformer": REG.schema("0.17.1", "transformer")})
+    changes = aliases.alias_changes([rewrite], {"transformer": REG.schema("0.17.1", config="transformer")})
     assert [(c.what, c.level) for c in changes] == [("value rename", g.INFO)] and "already maps" in changes[0].shim

@@ -71,8 +71,8 @@ def test_a_respelled_annotation_gates_compatible_and_keeps_its_checks_after_acce
     spelled = [c for c in report.changes if c.what == "annotation"]
     assert spelled and all(c.level == g.INFO for c in spelled)
     accepted = Registry(registry_format.add_release(reg.data, "0.19.9", False, report.facts))
-    assert accepted.schema("0.19.9").get("bucket_size").annotation == "'int | None'"
-    canon = Canonical(accepted)
+    assert accepted.schema("0.19.9", config="ddp").get("bucket_size").annotation == "'int | None'"
+    canon = Canonical(accepted, config="ddp")
     assert canon.check_value("megatron_fsdp_main_params_dtype", "bf16") == "bfloat16"  # dtype spelling kept
     with pytest.raises(FieldTypeError, match="expected int"):
         canon.check_value("bucket_size", "40000000")

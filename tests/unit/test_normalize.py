@@ -141,10 +141,10 @@ def test_dtype_spellings(dtype):
 @pytest.mark.parametrize("overrides, version, rule", [
     ({"param_name_patterns_for_fp32_local_accumulation": ["x"], "grad_reduce_in_fp32": True}, "0.17.0",
      "fp32-local-accumulation-needs-bf16-reduce"),
-    ({"num_buckets": 2, "bucket_size": 1000}, "0.18.0", "num-buckets-excludes-bucket-size"),
-    ({"reuse_grad_buf_for_mxfp8_param_ag": True}, "0.13.0", "mxfp8-reuse-needs-fp8-param-gather"),
+    ({"num_buckets": 2, "bucket_size": 1000}, "0.18.0", "Cannot specify both num_buckets and bucket_size"),
+    ({"reuse_grad_buf_for_mxfp8_param_ag": True}, "0.13.0", "Reuse grad buffer only when keeping params in MXFP8"),
     ({"reuse_grad_buf_for_mxfp8_param_ag": True, "fp8_param_gather": False}, "0.19.2",
-     "mxfp8-reuse-needs-fp8-param-gather"),
+     "Reuse grad buffer only when keeping params in MXFP8"),
     ({"megatron_fsdp_max_pool_double_buffer": True, "fsdp_double_buffer": False}, "0.19.0",
      "max-pool-double-buffer-forces-double-buffer"),
 ])

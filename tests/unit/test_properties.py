@@ -15,7 +15,7 @@ from compat.registry import registry
 
 REG = registry()
 CONFIGS = ["ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla"]
-CANON = {c: canonical(REG, None, c) for c in CONFIGS}
+CANON = {c: canonical(REG, None, config=c) for c in CONFIGS}
 VERSIONS = {c: REG.versions_having(c) for c in CONFIGS}
 
 _VALID = {
@@ -47,7 +47,7 @@ def spec_choices(spec):
 
 @lru_cache(maxsize=None)
 def _own_names(config: str, version: str):
-    return st.sampled_from(sorted(n for n in REG.schema(version, config).names if n in CANON[config].fields))
+    return st.sampled_from(sorted(n for n in REG.schema(version, config=config).names if n in CANON[config].fields))
 
 
 @lru_cache(maxsize=None)
@@ -118,7 +118,7 @@ def test_nothing_a_user_sets_is_lost(case, optimizer, lenient):
         assert any(n in str(exc) for n in named), (exc, overrides)
         return
     event(f"{config} resolved")
-    schema = REG.schema(version, config)
+    schema = REG.schema(version, config=config)
     for key, raw in overrides.items():
         name = _canonical_of(config, key)
         field = res.fields[name]  # explain lists every user key

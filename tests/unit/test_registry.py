@@ -18,7 +18,7 @@ SUMMARY_COUNTS = {
 def test_every_release_from_0_7_with_summary_field_counts():
     reg = registry()
     assert reg.versions() == list(SUMMARY_COUNTS)
-    assert {v: len(reg.schema(v).fields) for v in reg.versions()} == SUMMARY_COUNTS
+    assert {v: len(reg.schema(v, config="ddp").fields) for v in reg.versions()} == SUMMARY_COUNTS
 
 
 def test_yanked_releases_are_marked():
@@ -31,7 +31,7 @@ def test_no_field_default_or_annotation_ever_changed():
     reg = registry()
     seen = {}
     for v in reg.versions():
-        for f in reg.schema(v).fields:
+        for f in reg.schema(v, config="ddp").fields:
             assert seen.setdefault(f.name, (f.annotation, f.default_text)) == (f.annotation, f.default_text), (v, f)
 
 
@@ -43,16 +43,16 @@ def test_no_field_default_or_annotation_ever_changed():
     ("0.19.0", {"megatron_fsdp_max_pool_double_buffer"}),
 ])
 def test_post_init_reads(version, reads):
-    assert reads <= registry().schema(version).post_init_reads
-    assert reads or not registry().schema(version).post_init_reads
+    assert reads <= registry().schema(version, config="ddp").post_init_reads
+    assert reads or not registry().schema(version, config="ddp").post_init_reads
 
 
 def test_optimizer_precision_fields_recorded():
     reg = registry()
-    names = {f.name for f in reg.schema("0.19.2", "optimizer").fields}
+    names = {f.name for f in reg.schema("0.19.2", config="optimizer").fields}
     assert {"use_precision_aware_optimizer", "main_grads_dtype", "use_layer_wise_distributed_optimizer",
             "muon_nesterov", "bf16", "optimizer"} <= names
-    assert "use_precision_aware_optimizer" not in {f.name for f in reg.schema("0.10.0", "optimizer").fields}
+    assert "use_precision_aware_optimizer" not in {f.name for f in reg.schema("0.10.0", config="optimizer").fields}
 
 
 @pytest.mark.network

@@ -93,12 +93,14 @@ def compare(facts: dict, reg: Registry, against: str | None = None, *, renames=N
 
 
 def config_changes(facts: dict, reg: Registry, against: str, renames=None, rules=None) -> list[Change]:
-    """Every config change between the candidate's facts and registry release ``against``, sorted by level."""
+    """Every config change between the candidate's facts and registry release ``against``, sorted by level.
+
+    ``renames`` (config key -> renames table) and ``rules`` (rules.json's shape) replace the committed ones."""
     rules = rules if rules is not None else registry_rules()
     version = facts["version"]
     changes = []
     for key, config in CONFIGS.items():
-        if not reg.has(against, key):
+        if not reg.has(against, config=key):
             if key in facts:
                 changes.append(Change(INFO, "new class", config.class_name, None, config.path,
                                       f"new in this release: after --accept the shim builds {config.class_name} for it",
@@ -107,10 +109,10 @@ def config_changes(facts: dict, reg: Registry, against: str, renames=None, rules
         if key not in facts:
             changes.append(missing_class(reg, key, against))
             continue
-        cand = schema_from_snapshot(version or "candidate", "candidate", facts[key], key)
-        table = (renames if renames is not None else list(registry_renames())) if key == "ddp" else \
-            list(registry_renames(key))
-        changes += diff_config(key, reg.schema(against, key), cand, version, renames=table, rules=rules)
+        cand = schema_from_snapshot(version or "candidate", "candidate", facts[key], config=key)
+        table = (renames or {}).get(key)
+        table = list(registry_renames(config=key)) if table is None else table
+        changes += diff_config(key, reg.schema(against, config=key), cand, version, renames=table, rules=rules)
     rank, configs = {level: i for i, level in enumerate(LEVELS)}, order()
     changes.sort(key=lambda c: (rank[c.level], configs.index(c.config) if c.config in configs else len(configs)))
     return changes

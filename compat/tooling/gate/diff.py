@@ -256,12 +256,17 @@ class _Diff:
 
     def _rule_note(self, name: str, key: str) -> str:
         ids = self._rules_for(name, key)
-        return f"; modelled by rules.json {', '.join(ids)}" if ids else "; no rules.json constraint models it"
+        return f"; modelled by {', '.join(ids)}" if ids else "; no rules.json constraint models it"
 
     def _rules_for(self, name: str, key: str) -> list[str]:
-        """Constraints that model a check (key='reads') or coercion (key='sets') of ``name`` in the candidate."""
-        return [c["id"] for c in self.rules["constraints"]
-                if name in c.get(key, ()) and set(c["reads"]) <= self.cand.post_init_reads]
+        """What models a check (key='reads') or coercion (key='sets') of ``name`` in the candidate: rules.json's
+        curated checks, and for a check the candidate's own extracted checks that are pre-checked."""
+        curated = [f"rules.json {c['id']}" for c in self.rules["constraints"]
+                   if name in c.get(key, ()) and set(c["reads"]) <= self.cand.post_init_reads]
+        if key != "reads":
+            return curated
+        return curated + [f"the pre-checked {c.kind} at {c.where()}" for c in self.cand.checks
+                          if name in c.reads and c.skip is None]
 
     def _post_init_news(self) -> str:
         reads = sorted(self.cand.post_init_reads - self.base.post_init_reads)
@@ -285,18 +290,18 @@ class _Diff:
                 if name in self.resolver_sets:
                     level = BREAKING
                     shim = (f"the resolver sets {name}; the new {what} can reject or override its value"
-                            + (f" (rules.json {', '.join(rules)} models it: make the resolver honour it)" if rules
+                            + (f" ({', '.join(rules)} models it: make the resolver honour it)" if rules
                                else "; add a rules.json constraint and teach the resolver"))
                 elif name in self.pinned:
                     level = DECISION if rules else BREAKING
                     notes.append(f"the shim pins it: {'; '.join(self.pinned[name])}")
-                    shim = (f"{mirror} it with rules.json {', '.join(rules)}; confirm the rule matches"
+                    shim = (f"{mirror} it with {', '.join(rules)}; confirm the rule matches"
                             if rules else
                             "nothing yet: no rules.json constraint models it, so the shim would pass values "
                             "megatron now rejects")
                 else:
                     level = DECISION
-                    shim = (f"{mirror} it with rules.json {', '.join(rules)}" if rules else
+                    shim = (f"{mirror} it with {', '.join(rules)}" if rules else
                             "megatron's own error surfaces at construction; consider a rules.json constraint")
                 if checks and None not in gates:
                     level = DECISION  # cannot fire for a config written for the old release
@@ -325,13 +330,13 @@ class _Diff:
                       "nothing: the shim passes keyword arguments (positional construction would shift)")
 
 
-_NO_RULES = {"constraints": [], "resolver_sets": [], "value_rules": {}}
+_NO_RULES = {"configs": [], "constraints": [], "resolver_sets": [], "value_rules": {}}
 
 
 def diff_config(key: str, base: Schema, cand: Schema, version: str | None, *, renames, rules) -> list[Change]:
     """Every change of config ``key`` between ``base`` and ``cand``, classified under the class's policy."""
     pol = policy(key)
-    changes = _Diff(base, cand, renames, rules if pol["rules"] == "ddp" else _NO_RULES, version,
+    changes = _Diff(base, cand, renames, rules if key in rules["configs"] else _NO_RULES, version,
                     pol["read_by_shim"]).run()
     config = cand.class_name
     own = {f.name for f in (*base.fields, *cand.fields) if f.owner == config} if pol["own_fields"] else None

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """How the gate treats each class of ``compat.configs.CONFIGS``: one diff path, the differences as data.
 
+Which classes rules.json pins (its constraints, resolver fields and value rules) is rules.json's own "configs".
+
 Keys of a policy:
-  rules         "ddp": rules.json's constraints, resolver fields and value rules pin fields (only DDPConfig has them)
   read_by_shim  fields the shim reads off a user's config by name (their removal is breaking)
   added         level of a new optional field that does not look like a rename: "decision" (the shim refuses a
                 non-default value on older releases until --accept) or "info" (the class is passed through)
@@ -14,10 +15,10 @@ from __future__ import annotations
 from ...configs import CONFIGS
 from ..extract import OPTIMIZER_FIELDS_OF_INTEREST
 
-_DEFAULT = {"rules": None, "read_by_shim": (), "added": "decision", "checks": "each", "own_fields": False}
+_DEFAULT = {"read_by_shim": (), "added": "decision", "checks": "each", "own_fields": False}
 
 POLICY: dict[str, dict] = {
-    "ddp": {"rules": "ddp"},
+    "ddp": {},
     "optimizer": {"read_by_shim": OPTIMIZER_FIELDS_OF_INTEREST, "added": "info"},
     "adam_optimizer": {"added": "info", "own_fields": True},
     "sgd_optimizer": {"added": "info", "own_fields": True},

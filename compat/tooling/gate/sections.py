@@ -46,7 +46,7 @@ def add_sections(report, path: Path, reg: Registry) -> None:
         rewrites = value_rewrites(path)
     except CompatError:
         rewrites = []
-    bases = {key: reg.schema(report.against, key) for key in CONFIGS if reg.has(report.against, key)}
+    bases = {key: reg.schema(report.against, config=key) for key in CONFIGS if reg.has(report.against, config=key)}
     changes += alias_changes(rewrites, bases)
     report.changes += changes
     rank, configs = {level: i for i, level in enumerate(LEVELS)}, order()
