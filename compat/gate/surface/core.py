@@ -11,7 +11,7 @@ from ..candidate import GateUsageError, locate
 from . import check as c
 from .cache import model_for, release_models
 from .lookup import Surface
-from .overrides import check_inherited, check_overrides, previous_release
+from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
 
 _NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
@@ -159,8 +159,10 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     surface = Surface(model)
     findings = c.check(scan, surface)
     previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
-    findings = sorted(findings + check_overrides(scan, surface, previous)
-                      + check_inherited(scan, surface, releases or {}), key=lambda f: (f.path, f.line, f.name))
+    overrides = check_overrides(scan, surface, previous)
+    overrides += check_call_sites(scan, surface, overrides)
+    findings = sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
+                      key=lambda f: (f.path, f.line, f.name))
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
     mark_against(findings, baseline, scan.uses)
     notes = [model["cache"]] if model.get("cache") else []

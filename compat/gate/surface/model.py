@@ -6,7 +6,13 @@ The model is plain JSON data, so that it can be cached per wheel:
   "ga": has a module-level ``__getattr__``, "dep": {name: deprecation note}, "all": [names] or absent}``.
   Directories without ``__init__.py`` and compiled extensions are modules too (the latter open: ``ga``).
 - ``classes``: qualified name -> ``{"m": module, "b": [base expression, ...], "a": {attr: [binding, ...]},
-  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...]}``.
+  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...],
+  "sc": {method: [call shape, ...]}}``: ``sc`` is how the class's own methods call ``self.method(...)`` (what a
+  subclass's override of it receives).
+- a module's ``"pc"``: ``{function: {parameter: {"c": [call shape, ...], "f": ["callee slot", ...]}}}``: how a
+  module-level function calls a parameter it was passed (``model_provider_func(pre_process=...)``), and where it
+  hands the parameter on (``"get_model 0"`` positional slot 0, ``"get_model =model_provider_func"`` a keyword).
+  A call shape is ``N|kw,kw``: N positional arguments and the keywords; calls with a ``*``/``**`` splat are left out.
 
 A binding is a short string (JSON of strings parses several times faster than nested lists, and 26 cached models
 are read on every run): ``c QUALNAME`` class, ``f HOW SIGNATURE`` function (HOW: ``m`` method, ``s`` static,
@@ -29,7 +35,7 @@ from ...errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 5
+MODEL_FORMAT = 6
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -173,6 +179,7 @@ class _Scope:
         self.all: list[str] | None = None
         self.all_open = False  # an __all__ extension we could not read: every public name is exported
         self.getattr = False
+        self.param_calls: dict[str, dict] = {}
 
     def bind(self, name: str, binding: str) -> None:
         known = self.names.setdefault(name, [])
@@ -289,9 +296,62 @@ class _Scope:
         if node.name == "__getattr__":
             self.getattr = True
         self.bind(node.name, f"f {how} {signature(node.args)}")
+        if not in_class:
+            calls = _param_calls(node)
+            if calls:
+                self.param_calls[node.name] = calls
         note = _deprecation(node)
         if note:
             self.dep[node.name] = note
+
+
+def call_shape(call: ast.Call) -> str | None:
+    """``N|kw,kw`` (N positional arguments, the keywords); None when a ``*``/``**`` splat makes it unknown."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return f"{len(call.args)}|{','.join(k.arg for k in call.keywords)}"
+
+
+def _param_calls(node) -> dict:
+    """How a function calls the callables it is passed, and to whom it hands them on (the model's ``pc``)."""
+    args = node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    out: dict[str, dict] = {}
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        if isinstance(call.func, ast.Name) and call.func.id in params:
+            shape = call_shape(call)
+            if shape is not None:
+                known = out.setdefault(call.func.id, {"c": [], "f": []})["c"]
+                if shape not in known:
+                    known.append(shape)
+            continue
+        callee = dotted(call.func)
+        if callee is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        slots = [(str(i), a) for i, a in enumerate(call.args)] + [("=" + k.arg, k.value) for k in call.keywords if k.arg]
+        for slot, value in slots:
+            if isinstance(value, ast.Name) and value.id in params:
+                known = out.setdefault(value.id, {"c": [], "f": []})["f"]
+                if f"{callee} {slot}" not in known:
+                    known.append(f"{callee} {slot}")
+    return out
+
+
+def _self_calls(node: ast.ClassDef) -> dict:
+    """``self.method(...)`` in the class's own methods: {method: [call shape, ...]} (the model's ``sc``)."""
+    out: dict[str, list] = {}
+    for item in node.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
+            continue
+        self_name = item.args.args[0].arg
+        for call in (n for n in ast.walk(item) if isinstance(n, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
+                shape = call_shape(call)
+                known = out.setdefault(func.attr, [])
+                if shape is not None and shape not in known:
+                    known.append(shape)
+    return {k: v for k, v in out.items() if v}
 
 
 def _literal_names(node) -> list[str] | None:
@@ -390,6 +450,9 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
         entry["dep"] = scope.dep
     if scope.getattr:
         entry["ga"] = 1
+    calls = _self_calls(node)
+    if calls:
+        entry["sc"] = calls
     previous = model["classes"].get(qual)
     model["classes"][qual] = _merge_class(previous, entry) if previous else entry
 
@@ -406,9 +469,10 @@ def _merge_class(old: dict, new: dict) -> dict:
     for key in ("ga",):
         if old.get(key):
             merged[key] = 1
-    merged["dep"] = {**old.get("dep", {}), **new.get("dep", {})}
-    if not merged["dep"]:
-        merged.pop("dep")
+    for key in ("dep", "sc"):
+        merged[key] = {**old.get(key, {}), **new.get(key, {})}
+        if not merged[key]:
+            merged.pop(key)
     return merged
 
 
@@ -446,6 +510,8 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
         entry["mdep"] = note
     if scope.dep:
         entry["dep"] = scope.dep
+    if scope.param_calls:
+        entry["pc"] = scope.param_calls
 
 
 def _within_file_caps(source: bytes) -> bool:
