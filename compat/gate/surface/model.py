@@ -35,7 +35,7 @@ from ...errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 6
+MODEL_FORMAT = 7
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -143,8 +143,11 @@ def _deprecation(node) -> str | None:
     return None
 
 
-def _module_warns_deprecation(tree: ast.Module) -> str | None:
-    for stmt in tree.body:
+def _module_warns_deprecation(tree: ast.Module) -> tuple[str | None, list[str]]:
+    """A module-level DeprecationWarning: (note, the names the statements after it bind). A warning followed by
+    imports (``warn("the following imports ... will be removed"); from .x import A, B``) is about those names,
+    not about every import from the package; with nothing bound after it, it is about the module."""
+    for index, stmt in enumerate(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             if (dotted(call.func) or "").split(".")[-1] != "warn":
@@ -152,8 +155,17 @@ def _module_warns_deprecation(tree: ast.Module) -> str | None:
             texts = [t for t in (_const_text(a) for a in call.args) if t]
             categories = [dotted(a) or "" for a in list(call.args) + [k.value for k in call.keywords]]
             if any("Deprecation" in c for c in categories) or any("deprecat" in t.lower() for t in texts):
-                return _note(texts[0] if texts else "module warns DeprecationWarning on import")
-    return None
+                after = [name for later in tree.body[index + 1:] for name in _imported_names(later)]
+                return _note(texts[0] if texts else "module warns DeprecationWarning on import"), after
+    return None, []
+
+
+def _imported_names(stmt) -> list[str]:
+    if isinstance(stmt, ast.ImportFrom):
+        return [a.asname or a.name for a in stmt.names if a.name != "*"]
+    if isinstance(stmt, ast.Import):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    return []
 
 
 def _is_type_checking(test) -> bool:
@@ -505,8 +517,10 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
         entry["all"] = scope.all
     if scope.getattr:
         entry["ga"] = 1
-    note = _module_warns_deprecation(tree)
-    if note:
+    note, names = _module_warns_deprecation(tree)
+    if note and names:
+        scope.dep.update({name: note for name in names if name not in scope.dep})
+    elif note:
         entry["mdep"] = note
     if scope.dep:
         entry["dep"] = scope.dep
