@@ -462,11 +462,23 @@ def test_overrides_against_how_the_candidates_base_calls_them(tmp_path, wheels, 
         class Loose(Backend):
             def compute(self, x, *args):
                 return x
+        class Replaces(Backend):
+            def run(self, x):
+                return self.compute(x, 2)
+            def compute(self, x, scale):
+                return x
+        class Extends(Backend):
+            def run(self, x):
+                return super().run(x)
+            def compute(self, x, scale):
+                return x
         """}, version=version)
     got = {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings if f.kind == c.OVERRIDE}
-    # 0.3.0 calls self.compute(x, 1); 0.4.0 calls self.compute(x, mask=None): the base's signature is the same
+    # 0.3.0 calls self.compute(x, 1); 0.4.0 calls self.compute(x, mask=None): the base's signature is the same.
+    # Replaces defines run itself: the base's call never reaches its compute; Extends runs the base's run
     assert got == (set() if version == "0.3.0" else
-                   {(4, "compute(mask=)", False), (4, "compute(scale=)", False), (10, "compute(mask=)", True)})
+                   {(4, "compute(mask=)", False), (4, "compute(scale=)", False), (10, "compute(mask=)", True),
+                    (20, "compute(mask=)", False), (20, "compute(scale=)", False)})
 
 
 @pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])

@@ -7,8 +7,8 @@ The model is plain JSON data, so that it can be cached per wheel:
   Directories without ``__init__.py`` and compiled extensions are modules too (the latter open: ``ga``).
 - ``classes``: qualified name -> ``{"m": module, "b": [base expression, ...], "a": {attr: [binding, ...]},
   "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...],
-  "sc": {method: [call shape, ...]}}``: ``sc`` is how the class's own methods call ``self.method(...)`` (what a
-  subclass's override of it receives).
+  "sc": {method: ["caller@call shape", ...]}}``: ``sc`` is how the class's own methods call ``self.method(...)``
+  (what a subclass's override of it receives, as long as the subclass does not replace the caller too).
 - a module's ``"pc"``: ``{function: {parameter: {"c": [call shape, ...], "f": ["callee slot", ...]}}}``: how a
   module-level function calls a parameter it was passed (``model_provider_func(pre_process=...)``), and where it
   hands the parameter on (``"get_model 0"`` positional slot 0, ``"get_model =model_provider_func"`` a keyword).
@@ -35,7 +35,7 @@ from ...errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 7
+MODEL_FORMAT = 8
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -350,7 +350,7 @@ def _param_calls(node) -> dict:
 
 
 def _self_calls(node: ast.ClassDef) -> dict:
-    """``self.method(...)`` in the class's own methods: {method: [call shape, ...]} (the model's ``sc``)."""
+    """``self.method(...)`` in the class's own methods: {method: ["caller@call shape", ...]} (the model's ``sc``)."""
     out: dict[str, list] = {}
     for item in node.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
@@ -361,8 +361,8 @@ def _self_calls(node: ast.ClassDef) -> dict:
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
                 shape = call_shape(call)
                 known = out.setdefault(func.attr, [])
-                if shape is not None and shape not in known:
-                    known.append(shape)
+                if shape is not None and f"{item.name}@{shape}" not in known:
+                    known.append(f"{item.name}@{shape}")
     return {k: v for k, v in out.items() if v}
 
 

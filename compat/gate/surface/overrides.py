@@ -98,16 +98,23 @@ def misfits(shape: str, sig: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _self_call_shapes(surface: Surface, name: str, alternatives: tuple) -> list[str]:
-    """How the candidate's base class (and the megatron classes above it) call ``self.method``."""
+def _self_call_shapes(surface: Surface, name: str, alternatives: tuple, replaced: tuple) -> list[str]:
+    """How the candidate's base class (and the megatron classes above it) call ``self.method``: the calls in
+    methods that still run for the project's class, i.e. that neither it (``replaced``) nor a class before the
+    caller's in the MRO defines again."""
     shapes: list[str] = []
     for candidate in (name,) + tuple(alternatives):
         owner, _, method = candidate.rpartition(".")
         res = surface.resolve(owner)
         for cls in (t for t in res.targets if t.kind == "class") if res.ok else ():
+            defined = set(replaced)
             for t in surface.mro(cls.name):
                 entry = surface.classes.get(t.name) if t.kind == "class" else None
-                shapes += [x for x in (entry or {}).get("sc", {}).get(method, []) if x not in shapes]
+                for call in (entry or {}).get("sc", {}).get(method, []):
+                    caller, _, shape = call.partition("@")
+                    if caller not in defined and shape not in shapes:
+                        shapes.append(shape)
+                defined.update((entry or {}).get("a", {}))
     return shapes
 
 
@@ -136,7 +143,8 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
             mine = {**mine, "p": mine["p"][1:]}
             done = {n for p, line, n in seen if (p, line) == (use.path, use.line)}
             method = use.name.rsplit(".", 1)[-1]
-            findings += _call_site_findings(use, mine, _self_call_shapes(surface, use.name, use.alternatives),
+            shapes = _self_call_shapes(surface, use.name, use.alternatives, use.siblings)
+            findings += _call_site_findings(use, mine, shapes,
                                             f"the candidate's base calls self.{method}; this override", done)
         elif use.how == "call" and use.callables:
             for slot, function, sig in use.callables:

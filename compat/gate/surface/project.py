@@ -49,6 +49,7 @@ class Use:
     splat: bool = False  # a **kwargs splat
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
     sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
+    siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
     callables: tuple = ()  # for a call: (slot, the project function's name, its signature) for each argument that
     # names a module-level function of the file (a model provider); slot "0" positional, "=kw" a keyword
 
@@ -439,13 +440,15 @@ class _FileScanner:
 
     def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
         """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
+        defined = tuple(sorted(i.name for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               and not _calls_super(i)))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
                     not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
                             for d in item.decorator_list):
                 self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
-                                     sig=signature(item.args)))
+                                     sig=signature(item.args), siblings=defined))
 
     def inherited(self, e: ast.Attribute) -> str | None:
         """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
@@ -618,6 +621,12 @@ class _FileScanner:
         return tuple((slot, a.id, self.defs[a.id]) for slot, a in slots
                      if isinstance(a, ast.Name) and self.defs.get(a.id)
                      and not any(a.id in scope for scope in self.visible() if scope is not self.scopes[0]))
+
+
+def _calls_super(method) -> bool:
+    """The method calls ``super().<its own name>(...)``: it extends the base's version rather than replacing it."""
+    return any(isinstance(n, ast.Attribute) and n.attr == method.name and isinstance(n.value, ast.Call)
+               and dotted(n.value.func) == "super" for n in ast.walk(method))
 
 
 def _module_functions(body: list) -> dict:
