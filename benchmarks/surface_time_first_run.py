@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from surface_study import export, git_dir  # noqa: E402
 
-from compat.gate.surface.cache import cached_wheels  # noqa: E402
+from compat.tooling.gate.surface.cache import cached_wheels  # noqa: E402
 
 PROJECT = ("NVIDIA/NeMo", "8cfedd7203")
 CANDIDATE = "0.19.2"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The only module that imports megatron: read live config dataclasses and build real config objects.
 
 The live dataclass decides which fields exist (a dev build or a Megatron-Bridge subclass may have more than its
@@ -21,9 +22,6 @@ from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
 from .registry import Field, Schema, check_from_record, registry
 
-DDP_CLASS = CONFIGS["ddp"].class_name
-
-
 class PostInitChangedWarning(CompatWarning):
     """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
 
@@ -43,10 +41,6 @@ def megatron_class(config: str = "ddp"):
     if cls is None:
         raise MegatronNotInstalledError(f"the installed megatron-core has no {spec.class_name} in {spec.module}")
     return cls
-
-
-def ddp_config_class():
-    return megatron_class("ddp")
 
 
 def config_of(cls) -> str:
@@ -186,7 +180,7 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
                  optimizer_config=None):
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
-    from .resolve import materialize, resolve
+    from .resolution import materialize, resolve
 
     cls = cls or megatron_class(config or "ddp")
     key = config_class(config).key if config else config_of(cls)
@@ -231,5 +225,5 @@ def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None)
     return build_config("transformer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 
 
-__all__ = ["DDP_CLASS", "PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
-           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "live_values", "megatron_class"]
+__all__ = ["PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
+           "build_transformer_config", "config_of", "live_schema", "live_values", "megatron_class"]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a dataclass's ``__post_init__`` reads, writes and checks, read with ``ast`` and kept as data.
 
 The walk follows ``super().__post_init__()`` into the base classes (an inherited ``__post_init__`` is the base's)
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .annotations import parse
+from .annotations import type_of
 from .evaluate import unsupported
 
 _EXITS = (ast.Return, ast.Continue, ast.Break)
@@ -98,7 +99,7 @@ class _Walk:
         annotation = self.fields.get(name)
         if annotation is None:
             return True
-        return not parse(annotation).kinds() <= {"None", "bool", "int", "float", "str", "literal", "dtype", "callable"}
+        return not type_of(annotation).kinds() <= {"None", "bool", "int", "float", "str", "literal", "dtype", "callable"}
 
     def _write(self, name: str, line: int) -> None:
         self.writes.add(name)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The committed facts: registry.json (generated from wheels), renames.json, rules.json and cross_rules.json (curated),
 heads.json (fields of the upstream Megatron-LM branches, generated)."""
 from __future__ import annotations
@@ -8,12 +9,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import snapshots
+from . import registry_format
 from . import version as _v
-from .annotations import TypeSpec, parse
+from .annotations import TypeSpec, type_of
 from .configs import CONFIGS, config_class, path_of_class
 from .dtypes import dtype_name
-from .errors import CompatError, ConfigAbsentError
+from .errors import CompatError, ConfigAbsentError, cli_command
 
 _EXPR_VALUES = {"float('inf')": math.inf, "-float('inf')": -math.inf, 'float("inf")': math.inf,
                 "math.inf": math.inf}
@@ -46,7 +47,7 @@ class Field:
 
     @property
     def type(self) -> TypeSpec:
-        return parse(self.annotation)
+        return type_of(self.annotation)
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,10 @@ class _LazyChecks(tuple):
 
 class Registry:
     def __init__(self, data: dict):
-        if not isinstance(data, dict) or data.get("format") != snapshots.FORMAT:
+        if not isinstance(data, dict) or data.get("format") != registry_format.FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise CompatError(f"registry format {found!r} is not format {snapshots.FORMAT}; regenerate it with "
-                              "`python -m compat registry refresh --only-known`")
+            raise CompatError(f"registry format {found!r} is not format {registry_format.FORMAT}; regenerate it with "
+                              f"`{cli_command('registry refresh --only-known')}`")
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
         self._schemas: dict[tuple[str, str], Schema] = {}
@@ -234,12 +235,9 @@ class Registry:
             self._with[config] = index
         return list(self._with[config].get(name, ()))
 
-    def optimizer_fields(self, version: str) -> tuple[Field, ...]:
-        return self.schema(version, "optimizer").fields
-
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""
-        return Registry(snapshots.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
+        return Registry(registry_format.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
 
 
 def describe_range(versions: list[str], among: list[str] | None = None) -> str:

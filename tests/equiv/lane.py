@@ -55,7 +55,7 @@ def _read_json(path, default=None):
 
 
 def _write_json(path, data) -> None:
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     atomic_write_text(path, json.dumps(data, indent=1, default=str) + "\n")
@@ -390,7 +390,7 @@ def run_compare(args) -> int:
     results["first_pin"] = doc["first_pin"]
     if not args.no_record:
         _write_json(os.path.join(RESULTS_DIR, f"{stem}.json"), results)
-        from compat.fsutil import atomic_write_text
+        from compat.tooling.fsutil import atomic_write_text
 
         atomic_write_text(os.path.join(RESULTS_DIR, f"{stem}.md"), render_markdown(results))
         if args.backend == "gloo":  # the gate's Training section reads the CPU lane's verdicts
@@ -522,7 +522,7 @@ def verdicts_text(results: dict) -> str:
 
 
 def run_verdicts(args) -> int:
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     text = verdicts_text(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {}))
     if args.check:
@@ -560,7 +560,7 @@ def main(argv=None) -> int:
         return run_compare(args)
     if args.command == "verdicts":
         return run_verdicts(args)
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     atomic_write_text(os.path.join(RESULTS_DIR, "equivalence.md"),
                       render_markdown(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {})))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat.configs import MODEL_PARALLEL_PATH, TRANSFORMER_PATH
-from compat.extract import DDP_PATH, OPTIMIZER_PATH
+from compat.tooling.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,12 +46,16 @@ def _peak():
 atexit.register(_peak)
 """
 _RUN_CLI = "runpy.run_module('compat', run_name='__main__', alter_sys=True)\n"
+_RUN_MATRIX_GATE = f"runpy.run_path({str(ROOT / 'tools' / 'matrix.py')!r}, run_name='__main__')\n"
 
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
-    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory. ``stdout``:
-    a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone, /dev/full)."""
-    return _run_measured(_MEASURED + _RUN_CLI, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
+    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory; a ``gate``
+    with ``--matrix`` runs as the matrix tools' gate (``python tools/matrix.py gate ...``, which owns matrix.yaml).
+    ``stdout``: a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone,
+    /dev/full)."""
+    runner = _RUN_MATRIX_GATE if args and str(args[0]) == "gate" and "--matrix" in map(str, args) else _RUN_CLI
+    return _run_measured(_MEASURED + runner, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
 
 
 def run_python(code: str, *, timeout=120) -> Run:
@@ -94,7 +98,7 @@ def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: st
     """Python source of the registry's DDPConfig (or OptimizerConfig fields) of ``version``, as megatron writes
     it: same names, annotations, defaults and docs. ``extra`` is appended to the class body; ``docs`` overrides
     field docs by name."""
-    from compat.snapshots import decode_snapshot
+    from compat.registry_format import decode_snapshot
 
     reg = registry()
     snap = decode_snapshot(reg.data, reg.releases[version]["configs"]["optimizer" if optimizer else "ddp"])
@@ -137,7 +141,7 @@ def _model_field_line(f: dict) -> str:
 def model_config_files(version: str = "0.19.2") -> dict[str, str]:
     """model_parallel_config.py and transformer_config.py holding the registry's ModelParallelConfig,
     TransformerConfig and (where the release has it) MLATransformerConfig of ``version``: same fields per class."""
-    from compat.snapshots import decode_snapshot
+    from compat.registry_format import decode_snapshot
 
     reg = registry()
     configs = reg.releases[version]["configs"]
@@ -392,7 +396,7 @@ def dataclass_with_check(test: str, annotation: str = "int", default: str = "1")
 PRECHECK_PROGRAM = """
 import json
 from compat import precheck
-from compat.extract import extract_class
+from compat.tooling.extract import extract_class
 from compat.registry import schema_from_snapshot
 schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"))
 env = precheck.environment(schema, {{"x": {value}}})
