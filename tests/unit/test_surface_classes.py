@@ -481,6 +481,20 @@ def test_overrides_against_how_the_candidates_base_calls_them(tmp_path, wheels, 
                     (20, "compute(mask=)", False), (20, "compute(scale=)", False)})
 
 
+def test_a_call_site_misfit_the_against_release_has_too_is_set_apart(tmp_path, wheels):
+    project = make_project(tmp_path / "proj", {"b.py": """
+        from megatron.core.backend import Backend
+        class Mine(Backend):
+            def compute(self):
+                return None
+        """})
+    # both releases pass x positionally, which this override cannot take; only 0.4.0 passes mask=
+    report = surface_gate(str(wheels["0.4.0"]), project, against=str(wheels["0.3.0"]))
+    got = {(f.name.rsplit(".", 1)[1], f.on_against) for f in report.findings if f.kind == c.OVERRIDE}
+    assert got == {("compute(…)", True), ("compute(mask=)", False)}
+    assert report.exit_code == 1
+
+
 @pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
 def test_a_model_provider_against_how_get_model_calls_it_through_pretrain(tmp_path, wheels, version):
     report = gate(tmp_path, wheels, {"p.py": """

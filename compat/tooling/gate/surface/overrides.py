@@ -91,7 +91,7 @@ def misfits(shape: str, sig: dict) -> list[tuple[str, str]]:
     positional = [p for p in sig["p"] if p[1] in (0, 1)]
     out = []
     if count > len(positional) and not sig["va"]:
-        out.append((f"*{count}", f"is called with {count} positional arguments; it takes {len(positional)}"))
+        out.append(("…", f"is called with {count} positional arguments; it takes {len(positional)}"))
     out += [(f"{k}=", f"is called with {k}=, which it cannot take") for k in keywords if not _takes(sig, k)]
     given = {p[0] for p in positional[:count]} | set(keywords)
     out += [(f"{name}=", f"requires {name}, which the call does not pass") for name, _kind, has_default in sig["p"]

@@ -155,12 +155,17 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     findings = c.check(scan, surface)
     previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
     overrides = check_overrides(scan, surface, previous)
-    overrides += check_call_sites(scan, surface, overrides)
+    call_sites = check_call_sites(scan, surface, overrides)
+    overrides += call_sites
     findings = sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
                       key=lambda f: (f.path, f.line, f.name))
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
            shipped=shipped)
     mark_against(findings, baseline, scan.uses)
+    if baseline is not None:  # a call-site misfit the --against release has too is not this candidate's
+        before = {(f.path, f.line, f.name) for f in check_call_sites(scan, baseline, [])}
+        for f in call_sites:
+            f.on_against = (f.path, f.line, f.name) in before
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):
         notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "
