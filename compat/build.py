@@ -15,6 +15,8 @@ import importlib.util
 import inspect
 import textwrap
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 from . import version as _v
 from .configs import CONFIGS, config_class
@@ -77,7 +79,7 @@ def _live_default(f: dataclasses.Field):
     return value, repr(value), False
 
 
-def live_schema(cls=None, config: str | None = None) -> Schema:
+def live_schema(cls: type | None = None, config: str | None = None) -> Schema:
     """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data."""
     cls = cls or megatron_class(config or "ddp")
     config = config or config_of(cls)
@@ -176,8 +178,8 @@ def live_values(cls, kwargs: dict) -> dict:
     return out
 
 
-def build_config(config: str | None = None, overrides=None, *, cls=None, lenient: bool = False,
-                 optimizer_config=None):
+def build_config(config: str | None = None, overrides: Mapping[str, Any] | None = None, *, cls: type | None = None,
+                 lenient: bool = False, optimizer_config: Any = None) -> Any:
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
     from .resolution import materialize, resolve
@@ -206,7 +208,8 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
     return obj
 
 
-def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = False, cls=None):
+def build_ddp_config(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = None, *, lenient: bool = False,
+                     cls: type | None = None) -> Any:
     """A NEW DistributedDataParallelConfig for the installed megatron-core on every call.
 
     DistributedDataParallel.__init__ rewrites ``bucket_size`` on the object it is given, so never share one.
@@ -215,12 +218,14 @@ def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = F
     return build_config("ddp", overrides, cls=cls, lenient=lenient, optimizer_config=optimizer_config)
 
 
-def build_optimizer_config(overrides=None, *, lenient: bool = False, cls=None):
+def build_optimizer_config(overrides: Mapping[str, Any] | None = None, *, lenient: bool = False,
+                           cls: type | None = None) -> Any:
     """A NEW OptimizerConfig (or ``cls``, e.g. AdamOptimizerConfig on 0.16-0.17) from resolved overrides."""
     return build_config("optimizer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 
 
-def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None):
+def build_transformer_config(overrides: Mapping[str, Any] | None = None, *, lenient: bool = False,
+                             cls: type | None = None) -> Any:
     """A NEW TransformerConfig (or ``cls``: MLATransformerConfig, a Bridge provider class) from resolved overrides."""
     return build_config("transformer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 

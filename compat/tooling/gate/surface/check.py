@@ -9,6 +9,7 @@ from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
 from .lookup import OPAQUE, Surface, Target
+from .model import PARAMS, VARARGS, VARKW
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
@@ -68,22 +69,22 @@ class _Params:
     def __init__(self, sig: dict):
         self.sig = sig
         self.by_name = {}
-        for index, (name, kind, _default) in enumerate(sig["p"]):
+        for index, (name, kind, _default) in enumerate(sig[PARAMS]):
             self.by_name.setdefault(name, (index, kind))
 
     def accepts(self, keyword: str) -> bool:
-        return bool(self.sig["kw"]) or self.by_name.get(keyword, (0, 0))[1] in (1, 2)
+        return bool(self.sig[VARKW]) or self.by_name.get(keyword, (0, 0))[1] in (1, 2)
 
     def positional_index(self, keyword: str) -> int | None:
         index, kind = self.by_name.get(keyword, (None, None))
         return index if kind == 1 else None
 
     def positional_capacity(self) -> int | None:
-        return None if self.sig["va"] else sum(1 for p in self.sig["p"] if p[1] in (0, 1))
+        return None if self.sig[VARARGS] else sum(1 for p in self.sig[PARAMS] if p[1] in (0, 1))
 
     def missing_required(self, positional: int, keywords: set) -> list:
         missing = []
-        for index, (name, kind, has_default) in enumerate(self.sig["p"]):
+        for index, (name, kind, has_default) in enumerate(self.sig[PARAMS]):
             if has_default:
                 continue
             if kind in (0, 1) and index < positional:
@@ -299,7 +300,7 @@ def _suggestion_pool(surface: Surface, subject: str, keywords: bool) -> list[str
     pool: set[str] = set()
     for t in res.targets if res.ok else []:
         if keywords:
-            pool |= {p[0] for p in (surface.call_signature(t) or {"p": []})["p"]}
+            pool |= {p[0] for p in (surface.call_signature(t) or {PARAMS: []})[PARAMS]}
         else:
             pool |= set(surface.names_in(t))
     surface._memo[key] = sorted(pool)

@@ -24,7 +24,8 @@ from ....errors import VersionError
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
-from .model import parse_signature
+from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, SELF_CALLS, VARARGS, VARKW,
+                    parse_signature)
 
 
 def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None:
@@ -42,12 +43,12 @@ def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None
         functions = [t for t in res.targets if t.kind == "function" and t.how in ("m", "f")] if res.ok else []
         if functions:
             sig = parse_signature(functions[0].sig)
-            return {**sig, "p": sig["p"][1:] if sig["p"] and sig["p"][0][1] in (0, 1) else sig["p"]}
+            return {**sig, PARAMS: sig[PARAMS][1:] if sig[PARAMS] and sig[PARAMS][0][1] in (0, 1) else sig[PARAMS]}
     return None
 
 
 def _takes(sig: dict, name: str) -> bool:
-    return bool(sig["kw"]) or any(p[0] == name and p[1] in (1, 2) for p in sig["p"])
+    return bool(sig[VARKW]) or any(p[0] == name and p[1] in (1, 2) for p in sig[PARAMS])
 
 
 def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Finding]:
@@ -56,14 +57,14 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
         if use.how != "override":
             continue
         base = _method_sig(surface, use.name, use.alternatives)
-        if base is None or base["kw"] or base["va"]:
+        if base is None or base[VARKW] or base[VARARGS]:
             continue  # not an override, or a base that forwards anything (its callers' keywords are unknown)
         mine = parse_signature(use.sig)
-        mine = {**mine, "p": mine["p"][1:]}
+        mine = {**mine, PARAMS: mine[PARAMS][1:]}
         old = _method_sig(previous, use.name, use.alternatives) if previous is not None else None
-        old_names = {p[0] for p in old["p"]} if old else None
-        guard = "the override takes *args (line %d)" % use.line if mine["va"] else None
-        for name, kind, has_default in base["p"]:
+        old_names = {p[0] for p in old[PARAMS]} if old else None
+        guard = "the override takes *args (line %d)" % use.line if mine[VARARGS] else None
+        for name, kind, has_default in base[PARAMS]:
             if kind == 0 or _takes(mine, name):
                 continue
             new = old_names is not None and name not in old_names
@@ -72,8 +73,8 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
                                         guard, f"the candidate's {use.name.rsplit('.', 1)[-1]} takes {name}"
                                         f"{'' if has_default else ' (required)'}; this override cannot receive it",
                                         use="override"))
-        base_names = {p[0] for p in base["p"]}
-        for name, _kind, has_default in mine["p"]:
+        base_names = {p[0] for p in base[PARAMS]}
+        for name, _kind, has_default in mine[PARAMS]:
             if not has_default and old_names is not None and name in old_names and name not in base_names:
                 findings.append(Finding(use.path, use.line, f"{use.name}({name}=)", OVERRIDE, guard is not None,
                                         guard, f"the candidate's base no longer has {name}, which this override "
@@ -88,13 +89,13 @@ def misfits(shape: str, sig: dict) -> list[tuple[str, str]]:
     """(label, why) for each way a call of shape ``N|kw,kw`` does not fit ``sig`` (``self`` already dropped)."""
     count_text, _, kws = shape.partition("|")
     count, keywords = int(count_text), [k for k in kws.split(",") if k]
-    positional = [p for p in sig["p"] if p[1] in (0, 1)]
+    positional = [p for p in sig[PARAMS] if p[1] in (0, 1)]
     out = []
-    if count > len(positional) and not sig["va"]:
+    if count > len(positional) and not sig[VARARGS]:
         out.append(("…", f"is called with {count} positional arguments; it takes {len(positional)}"))
     out += [(f"{k}=", f"is called with {k}=, which it cannot take") for k in keywords if not _takes(sig, k)]
     given = {p[0] for p in positional[:count]} | set(keywords)
-    out += [(f"{name}=", f"requires {name}, which the call does not pass") for name, _kind, has_default in sig["p"]
+    out += [(f"{name}=", f"requires {name}, which the call does not pass") for name, _kind, has_default in sig[PARAMS]
             if not has_default and name not in given]
     return out
 
@@ -111,16 +112,16 @@ def _self_call_shapes(surface: Surface, name: str, alternatives: tuple, replaced
             defined = set(replaced)
             for t in surface.mro(cls.name):
                 entry = surface.classes.get(t.name) if t.kind == "class" else None
-                for call in (entry or {}).get("sc", {}).get(method, []):
+                for call in (entry or {}).get(SELF_CALLS, {}).get(method, []):
                     caller, _, shape = call.partition("@")
                     if caller not in defined and shape not in shapes:
                         shapes.append(shape)
-                defined.update((entry or {}).get("a", {}))
+                defined.update((entry or {}).get(ATTRS, {}))
     return shapes
 
 
 def _call_site_findings(use, mine: dict, shapes: list[str], what: str, seen: set) -> list[Finding]:
-    guarded = bool(mine["va"] or mine["kw"])
+    guarded = bool(mine[VARARGS] or mine[VARKW])
     guard = f"it takes *args/**kwargs (line {use.line})" if guarded else None
     findings = []
     for shape in shapes:
@@ -141,7 +142,7 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
     for use in scan.uses:
         if use.how == "override":
             mine = parse_signature(use.sig)
-            mine = {**mine, "p": mine["p"][1:]}
+            mine = {**mine, PARAMS: mine[PARAMS][1:]}
             done = {n for p, line, n in seen if (p, line) == (use.path, use.line)}
             method = use.name.rsplit(".", 1)[-1]
             shapes = _self_call_shapes(surface, use.name, use.alternatives, use.siblings)
@@ -171,14 +172,14 @@ def provider_call_shapes(surface: Surface, name: str, slot: str) -> list[str]:
         res = surface.resolve(current)
         for target in (t for t in res.targets if t.kind == "function" and t.how == "f") if res.ok else ():
             module, _, function = target.name.rpartition(".")
-            params = parse_signature(target.sig)["p"]
+            params = parse_signature(target.sig)[PARAMS]
             param = where[1:] if where.startswith("=") else (
                 params[int(where)][0] if int(where) < len(params) and params[int(where)][1] in (0, 1) else None)
-            calls = (surface.modules.get(module) or {}).get("pc", {}).get(function, {}).get(param) if param else None
+            calls = (surface.modules.get(module) or {}).get(PARAM_CALLS, {}).get(function, {}).get(param) if param else None
             if not calls:
                 continue
-            shapes += [x for x in calls["c"] if x not in shapes]
-            for forward in calls["f"]:
+            shapes += [x for x in calls[CALLED] if x not in shapes]
+            for forward in calls[HANDED_ON]:
                 callee, _, next_slot = forward.rpartition(" ")
                 todo.append((f"{module}.{callee}", next_slot, depth + 1))
     return shapes
@@ -205,7 +206,7 @@ def _sets_on_self(surface: Surface, name: str) -> bool | None:
     for cls in classes:
         for t in surface.mro(cls.name):
             entry = surface.classes.get(t.name) if t.kind == "class" else None
-            if entry is not None and (attr in entry["a"] or entry.get("ga")):
+            if entry is not None and (attr in entry[ATTRS] or entry.get(HAS_GETATTR)):
                 return True
     return False
 
