@@ -17,6 +17,7 @@ from compat.tooling.gate.surface import cache as surface_cache
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface import model as surface_model
 from compat.tooling.gate.surface import project as surface_project
+from compat.tooling.gate.surface.cache import release_models
 from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.gate.surface.lookup import Surface
 
@@ -136,13 +137,42 @@ def make_project(root: Path, files: dict) -> Path:
 
 @pytest.fixture
 def releases(tmp_path, monkeypatch):
-    """An isolated cache holding three synthetic releases; the index lists them (no network)."""
+    """An isolated cache holding three synthetic releases, modelled (the history column sees all three); the
+    index lists them (no network)."""
+    paths = fresh_releases(tmp_path, monkeypatch)
+    release_models()
+    return paths
+
+
+def fresh_releases(tmp_path, monkeypatch) -> dict:
+    """Three synthetic release wheels in an isolated cache, none modelled yet."""
     wheels = tmp_path / "cache" / "wheels"
     monkeypatch.setenv("MCORE_COMPAT_CACHE", str(wheels.parent))
     paths = {"0.1.0": make_wheel(wheels, "0.1.0", BASE), "0.1.5": make_wheel(wheels, "0.1.5", MID),
              "0.2.0": make_wheel(wheels, "0.2.0", NEW)}
     monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
     return paths
+
+
+def test_a_first_run_models_only_the_candidate_and_the_release_before_it(tmp_path, monkeypatch):
+    wheels = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(wheels.parent))
+    training = {"megatron/core/__init__.py": "", "megatron/training/__init__.py": ""}
+    paths = {"0.1.0": make_wheel(wheels, "0.1.0", {**training, "megatron/training/old.py": "x = 1\n"}),
+             "0.2.0": make_wheel(wheels, "0.2.0", training), "0.3.0": make_wheel(wheels, "0.3.0", training)}
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.training.old import x
+        from megatron.training.tokenizer import build_tokenizer
+        """})
+    first = surface_gate(str(paths["0.3.0"]), project)
+    assert set(release_models(modelled_only=True)) == {"0.2.0", "0.3.0"}  # 0.2.0: the override check's baseline
+    assert first.history_releases == ["0.2.0", "0.3.0"]
+    assert any("history from the 2 of 3 cached releases" in n for n in first.notes)
+    # "not shipped" comes from every cached wheel's file list, modelled or not: 0.1.0 ships training.old
+    assert {(f.name, f.kind) for f in first.findings} == {
+        ("megatron.training.old", c.MISSING_MODULE), ("megatron.training.tokenizer", c.NOT_SHIPPED)}
+    second = surface_gate(str(paths["0.1.0"]), project)
+    assert second.history_releases == ["0.1.0", "0.2.0", "0.3.0"] and not any("history" in n for n in second.notes)
 
 
 def findings(report, kind=None, guarded=None):
@@ -254,6 +284,31 @@ def test_deprecated_member_is_reported_without_failing(tmp_path, releases):
     report = surface_gate(str(releases["0.1.5"]), project)
     (dep,) = report.findings
     assert dep.kind == c.DEPRECATED and dep.line == 3 and "Deprecated property" in dep.instead
+    assert report.exit_code == 0
+
+
+def test_a_package_warning_is_about_the_imports_after_it_not_every_import(tmp_path, releases):
+    wheel = make_wheel(tmp_path / "w", "0.3.0", {
+        "megatron/core/__init__.py": "",
+        "megatron/core/contexts/__init__.py": """
+            import warnings
+            from .static import Static
+            warnings.warn("The following imports will be removed from this file", DeprecationWarning)
+            from .dynamic import Dynamic
+            """,
+        "megatron/core/contexts/static.py": "class Static:\n    pass\n",
+        "megatron/core/contexts/dynamic.py": "class Dynamic:\n    pass\n",
+        "megatron/core/old/__init__.py": "import warnings\nwarnings.warn('old is deprecated', DeprecationWarning)\n",
+        "megatron/core/old/x.py": "y = 1\n",
+    })
+    project = make_project(tmp_path / "proj", {"a.py": """
+        from megatron.core.contexts import Static
+        from megatron.core.contexts import Dynamic
+        from megatron.core.contexts.dynamic import Dynamic as D
+        import megatron.core.old
+        """})
+    report = surface_gate(str(wheel), project, history=False)
+    assert {(f.line, f.kind) for f in report.findings} == {(3, c.DEPRECATED), (5, c.DEPRECATED)}
     assert report.exit_code == 0
 
 
@@ -469,7 +524,7 @@ def test_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, releases
     other = surface_cache.model_for(releases["0.1.0"])
     entry.write_bytes(next(p for p in surface_cache.cache_dir().iterdir()
                            if p.name.startswith(other["sha256"])).read_bytes())
-    assert surface_cache.model_for(wheel) == first and calls == [1, 1, 1, 1]  # another wheel's entry
+    assert surface_cache.model_for(wheel) == first and calls == [1, 1, 1]  # another wheel's entry (0.1.0: cached)
     assert surface_cache.read_cached(first["sha256"]) == first  # the rebuilt entry is trusted again
 
 

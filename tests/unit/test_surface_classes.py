@@ -62,6 +62,25 @@ OLD = {  # 0.3.0
             def hook(self, x, y):
                 return x
         """,
+    "megatron/core/backend.py": """
+        class Backend:
+            def run(self, x):
+                return self.compute(x, 1)
+            def compute(self, x, *args, **kwargs):
+                return x
+        """,
+    "megatron/training/__init__.py": "",
+    "megatron/training/training.py": """
+        from megatron.training.setup import get_model
+        def pretrain(datasets_provider, model_provider, model_type, forward_step_func):
+            return setup_model_and_optimizer(model_provider, model_type=model_type)
+        def setup_model_and_optimizer(model_provider_func, model_type):
+            return get_model(model_provider_func, model_type)
+        """,
+    "megatron/training/setup.py": """
+        def get_model(model_provider_func, model_type, wrap_with_ddp=True):
+            return [model_provider_func(pre_process=True, post_process=True)]
+        """,
 }
 NEW = {  # 0.4.0: the breaks
     **OLD,
@@ -88,6 +107,17 @@ NEW = {  # 0.4.0: the breaks
                 return hidden_states
             def hook(self, x):
                 return x
+        """,
+    "megatron/core/backend.py": """
+        class Backend:
+            def run(self, x):
+                return self.compute(x, mask=None)
+            def compute(self, x, *args, **kwargs):
+                return x
+        """,
+    "megatron/training/setup.py": """
+        def get_model(model_provider_func, model_type, wrap_with_ddp=True):
+            return [model_provider_func(pre_process=True, post_process=True, vp_stage=i) for i in range(2)]
         """,
 }
 
@@ -417,6 +447,73 @@ def test_an_override_on_the_release_it_was_written_for_is_fine(tmp_path, wheels)
                 return hidden_states
         """}, version="0.3.0")
     assert [f for f in report.findings if f.kind == c.OVERRIDE] == []
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_overrides_against_how_the_candidates_base_calls_them(tmp_path, wheels, version):
+    report = gate(tmp_path, wheels, {"b.py": """
+        from megatron.core.backend import Backend
+        class Mine(Backend):
+            def compute(self, x, scale):
+                return x
+        class Open(Backend):
+            def compute(self, x, scale=1, **kwargs):
+                return x
+        class Loose(Backend):
+            def compute(self, x, *args):
+                return x
+        class Replaces(Backend):
+            def run(self, x):
+                return self.compute(x, 2)
+            def compute(self, x, scale):
+                return x
+        class Extends(Backend):
+            def run(self, x):
+                return super().run(x)
+            def compute(self, x, scale):
+                return x
+        """}, version=version)
+    got = {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings if f.kind == c.OVERRIDE}
+    # 0.3.0 calls self.compute(x, 1); 0.4.0 calls self.compute(x, mask=None): the base's signature is the same.
+    # Replaces defines run itself: the base's call never reaches its compute; Extends runs the base's run
+    assert got == (set() if version == "0.3.0" else
+                   {(4, "compute(mask=)", False), (4, "compute(scale=)", False), (10, "compute(mask=)", True),
+                    (20, "compute(mask=)", False), (20, "compute(scale=)", False)})
+
+
+def test_a_call_site_misfit_the_against_release_has_too_is_set_apart(tmp_path, wheels):
+    project = make_project(tmp_path / "proj", {"b.py": """
+        from megatron.core.backend import Backend
+        class Mine(Backend):
+            def compute(self):
+                return None
+        """})
+    # both releases pass x positionally, which this override cannot take; only 0.4.0 passes mask=
+    report = surface_gate(str(wheels["0.4.0"]), project, against=str(wheels["0.3.0"]))
+    got = {(f.name.rsplit(".", 1)[1], f.on_against) for f in report.findings if f.kind == c.OVERRIDE}
+    assert got == {("compute(…)", True), ("compute(mask=)", False)}
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_a_model_provider_against_how_get_model_calls_it_through_pretrain(tmp_path, wheels, version):
+    report = gate(tmp_path, wheels, {"p.py": """
+        from megatron.training.training import pretrain
+        from megatron.training.setup import get_model
+        def model_provider(pre_process=True, post_process=True):
+            return None
+        def open_provider(pre_process=True, post_process=True, **kwargs):
+            return None
+        def forward_step(data_iterator, model):
+            return None
+        pretrain(None, model_provider, None, forward_step)
+        get_model(open_provider, None)
+        get_model(model_type=None, model_provider_func=model_provider)
+        """}, version=version)
+    got = {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind == c.OVERRIDE}
+    assert got == (set() if version == "0.3.0" else
+                   {(10, "pretrain(vp_stage=)->model_provider"), (12, "get_model(vp_stage=)->model_provider")})
+    assert report.exit_code == (0 if version == "0.3.0" else 1)
 
 
 # ---- --window markdown: grouped by file, steady rows counted ------------------------------------------------------

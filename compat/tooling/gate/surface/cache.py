@@ -178,15 +178,46 @@ def cached_wheels() -> dict[str, Path]:
     return found
 
 
-def release_models(versions=None) -> dict[str, dict]:
+def cached_model(path) -> dict | None:
+    """The model of the archive at ``path`` when one is cached already (nothing is built)."""
+    try:
+        return read_cached(sha256(read_file(Path(path), MAX_ARCHIVE_BYTES, "candidate")))
+    except CompatError:
+        return None
+
+
+def shipped_modules() -> set[str]:
+    """Every module some cached release wheel ships, from the archives' file lists (no file is parsed): whether
+    a module is "not shipped in the wheel" does not depend on which releases were modelled so far."""
+    from .model import module_name
+
+    shipped: set[str] = set()
+    for path in cached_wheels().values():
+        try:
+            names = open_source(path).names()
+        except Exception:  # noqa: BLE001 - an unreadable wheel only leaves its modules out of a help text
+            continue
+        for name in names:
+            if name.startswith("megatron/") and name.endswith(".py"):
+                module = module_name(name)[0]
+                while module:
+                    shipped.add(module)
+                    module = module.rpartition(".")[0]
+    return shipped
+
+
+def release_models(versions=None, *, modelled_only: bool = False) -> dict[str, dict]:
     """Models of the cached release wheels (all, or those in ``versions``), oldest first. Unreadable ones are
-    left out: history is a help for the report, not a verdict."""
+    left out: history is a help for the report, not a verdict. ``modelled_only``: only wheels whose model is
+    cached already (a first run does not parse every wheel for the history column)."""
     wheels = cached_wheels()
     wanted = [v for v in _v.sorted_versions(wheels) if versions is None or v in versions]
     models = {}
     for version in wanted:
         try:
-            models[version] = model_for(wheels[version])
+            model = cached_model(wheels[version]) if modelled_only else model_for(wheels[version])
         except CompatError:
             continue
+        if model is not None:
+            models[version] = model
     return models

@@ -7,7 +7,13 @@ The model is plain JSON data, so that it can be cached per wheel:
   "ga": has a module-level ``__getattr__``, "dep": {name: deprecation note}, "all": [names] or absent}``.
   Directories without ``__init__.py`` and compiled extensions are modules too (the latter open: ``ga``).
 - ``classes``: qualified name -> ``{"m": module, "b": [base expression, ...], "a": {attr: [binding, ...]},
-  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``}``.
+  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...],
+  "sc": {method: ["caller@call shape", ...]}}``: ``sc`` is how the class's own methods call ``self.method(...)``
+  (what a subclass's override of it receives, as long as the subclass does not replace the caller too).
+- a module's ``"pc"``: ``{function: {parameter: {"c": [call shape, ...], "f": ["callee slot", ...]}}}``: how a
+  module-level function calls a parameter it was passed (``model_provider_func(pre_process=...)``), and where it
+  hands the parameter on (``"get_model 0"`` positional slot 0, ``"get_model =model_provider_func"`` a keyword).
+  A call shape is ``N|kw,kw``: N positional arguments and the keywords; calls with a ``*``/``**`` splat are left out.
 
 A binding is a short string (JSON of strings parses several times faster than nested lists, and 26 cached models
 are read on every run): ``c QUALNAME`` class, ``f HOW SIGNATURE`` function (HOW: ``m`` method, ``s`` static,
@@ -30,7 +36,7 @@ from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 5
+MODEL_FORMAT = 8
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -45,6 +51,8 @@ IS_PACKAGE, NAMES, STAR, ALL = "p", "n", "star", "all"  # a module
 MODULE, BASES, ATTRS, DATACLASS = "m", "b", "a", "dc"  # a class
 HAS_GETATTR, DEPRECATED = "ga", "dep"  # a module or a class
 DC_INIT, DC_FIELDS = "init", "f"  # a class's dataclass entry
+SELF_CALLS, PARAM_CALLS = "sc", "pc"  # a class's self.method(...) calls; a module's calls of function parameters
+CALLED, HANDED_ON = "c", "f"  # a parameter's entry in PARAM_CALLS
 # A parsed signature (``parse_signature``): its parameters and whether it takes *args / **kwargs.
 PARAMS, VARARGS, VARKW = "p", "va", "kw"
 
@@ -147,8 +155,11 @@ def _deprecation(node) -> str | None:
     return None
 
 
-def _module_warns_deprecation(tree: ast.Module) -> str | None:
-    for stmt in tree.body:
+def _module_warns_deprecation(tree: ast.Module) -> tuple[str | None, list[str]]:
+    """A module-level DeprecationWarning: (note, the names the statements after it bind). A warning followed by
+    imports (``warn("the following imports ... will be removed"); from .x import A, B``) is about those names,
+    not about every import from the package; with nothing bound after it, it is about the module."""
+    for index, stmt in enumerate(tree.body):
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             call = stmt.value
             if (dotted(call.func) or "").split(".")[-1] != "warn":
@@ -156,8 +167,17 @@ def _module_warns_deprecation(tree: ast.Module) -> str | None:
             texts = [t for t in (_const_text(a) for a in call.args) if t]
             categories = [dotted(a) or "" for a in list(call.args) + [k.value for k in call.keywords]]
             if any("Deprecation" in c for c in categories) or any("deprecat" in t.lower() for t in texts):
-                return _note(texts[0] if texts else "module warns DeprecationWarning on import")
-    return None
+                after = [name for later in tree.body[index + 1:] for name in _imported_names(later)]
+                return _note(texts[0] if texts else "module warns DeprecationWarning on import"), after
+    return None, []
+
+
+def _imported_names(stmt) -> list[str]:
+    if isinstance(stmt, ast.ImportFrom):
+        return [a.asname or a.name for a in stmt.names if a.name != "*"]
+    if isinstance(stmt, ast.Import):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    return []
 
 
 def _is_type_checking(test) -> bool:
@@ -183,6 +203,7 @@ class _Scope:
         self.all: list[str] | None = None
         self.all_open = False  # an __all__ extension we could not read: every public name is exported
         self.getattr = False
+        self.param_calls: dict[str, dict] = {}
 
     def bind(self, name: str, binding: str) -> None:
         known = self.names.setdefault(name, [])
@@ -299,9 +320,62 @@ class _Scope:
         if node.name == "__getattr__":
             self.getattr = True
         self.bind(node.name, f"f {how} {signature(node.args)}")
+        if not in_class:
+            calls = _param_calls(node)
+            if calls:
+                self.param_calls[node.name] = calls
         note = _deprecation(node)
         if note:
             self.dep[node.name] = note
+
+
+def call_shape(call: ast.Call) -> str | None:
+    """``N|kw,kw`` (N positional arguments, the keywords); None when a ``*``/``**`` splat makes it unknown."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    return f"{len(call.args)}|{','.join(k.arg for k in call.keywords)}"
+
+
+def _param_calls(node) -> dict:
+    """How a function calls the callables it is passed, and to whom it hands them on (the model's ``pc``)."""
+    args = node.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    out: dict[str, dict] = {}
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        if isinstance(call.func, ast.Name) and call.func.id in params:
+            shape = call_shape(call)
+            if shape is not None:
+                known = out.setdefault(call.func.id, {CALLED: [], HANDED_ON: []})[CALLED]
+                if shape not in known:
+                    known.append(shape)
+            continue
+        callee = dotted(call.func)
+        if callee is None or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        slots = [(str(i), a) for i, a in enumerate(call.args)] + [("=" + k.arg, k.value) for k in call.keywords if k.arg]
+        for slot, value in slots:
+            if isinstance(value, ast.Name) and value.id in params:
+                known = out.setdefault(value.id, {CALLED: [], HANDED_ON: []})[HANDED_ON]
+                if f"{callee} {slot}" not in known:
+                    known.append(f"{callee} {slot}")
+    return out
+
+
+def _self_calls(node: ast.ClassDef) -> dict:
+    """``self.method(...)`` in the class's own methods: {method: ["caller@call shape", ...]} (the model's ``sc``)."""
+    out: dict[str, list] = {}
+    for item in node.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
+            continue
+        self_name = item.args.args[0].arg
+        for call in (n for n in ast.walk(item) if isinstance(n, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
+                shape = call_shape(call)
+                known = out.setdefault(func.attr, [])
+                if shape is not None and f"{item.name}@{shape}" not in known:
+                    known.append(f"{item.name}@{shape}")
+    return {k: v for k, v in out.items() if v}
 
 
 def _literal_names(node) -> list[str] | None:
@@ -400,6 +474,9 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
         entry[DEPRECATED] = scope.dep
     if scope.getattr:
         entry[HAS_GETATTR] = 1
+    calls = _self_calls(node)
+    if calls:
+        entry[SELF_CALLS] = calls
     previous = model["classes"].get(qual)
     model["classes"][qual] = _merge_class(previous, entry) if previous else entry
 
@@ -416,9 +493,10 @@ def _merge_class(old: dict, new: dict) -> dict:
     for key in (HAS_GETATTR,):
         if old.get(key):
             merged[key] = 1
-    merged[DEPRECATED] = {**old.get(DEPRECATED, {}), **new.get(DEPRECATED, {})}
-    if not merged[DEPRECATED]:
-        merged.pop(DEPRECATED)
+    for key in (DEPRECATED, SELF_CALLS):
+        merged[key] = {**old.get(key, {}), **new.get(key, {})}
+        if not merged[key]:
+            merged.pop(key)
     return merged
 
 
@@ -451,11 +529,15 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
         entry[ALL] = scope.all
     if scope.getattr:
         entry[HAS_GETATTR] = 1
-    note = _module_warns_deprecation(tree)
-    if note:
+    note, names = _module_warns_deprecation(tree)
+    if note and names:
+        scope.dep.update({name: note for name in names if name not in scope.dep})
+    elif note:
         entry["mdep"] = note
     if scope.dep:
         entry[DEPRECATED] = scope.dep
+    if scope.param_calls:
+        entry[PARAM_CALLS] = scope.param_calls
 
 
 def _within_file_caps(source: bytes) -> bool:

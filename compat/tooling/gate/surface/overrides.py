@@ -9,6 +9,13 @@ callers, written for the new base, pass it), or dropped one the override still r
 release before the candidate. Without one, only a required base parameter the override cannot take is reported.
 An override that takes ``**kwargs`` accepts any keyword; one with only ``*args`` may get it positionally, so the
 finding is guarded.
+
+How the candidate's own code calls the method is the other half: ``self.method(...)`` in the base class and the
+megatron classes above it (the model's ``sc``), and, for a function the project hands to megatron (a model
+provider passed to ``get_model``/``pretrain``), how the megatron function calls that parameter, followed through
+the functions it is handed on to (the model's ``pc``). A keyword the project's function cannot take, more
+positional arguments than it has, or a required parameter the call leaves out is a finding; guarded when the
+project's function takes ``*args``/``**kwargs``.
 """
 from __future__ import annotations
 
@@ -17,7 +24,8 @@ from ....errors import VersionError
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
-from .model import ATTRS, HAS_GETATTR, PARAMS, VARARGS, VARKW, parse_signature
+from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, SELF_CALLS, VARARGS, VARKW,
+                    parse_signature)
 
 
 def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None:
@@ -72,6 +80,109 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
                                         guard, f"the candidate's base no longer has {name}, which this override "
                                         "requires: its callers do not pass it", use="override"))
     return findings
+
+
+_FORWARD_DEPTH = 6  # functions a callable is handed on through (pretrain -> setup_model_and_optimizer -> get_model)
+
+
+def misfits(shape: str, sig: dict) -> list[tuple[str, str]]:
+    """(label, why) for each way a call of shape ``N|kw,kw`` does not fit ``sig`` (``self`` already dropped)."""
+    count_text, _, kws = shape.partition("|")
+    count, keywords = int(count_text), [k for k in kws.split(",") if k]
+    positional = [p for p in sig[PARAMS] if p[1] in (0, 1)]
+    out = []
+    if count > len(positional) and not sig[VARARGS]:
+        out.append(("…", f"is called with {count} positional arguments; it takes {len(positional)}"))
+    out += [(f"{k}=", f"is called with {k}=, which it cannot take") for k in keywords if not _takes(sig, k)]
+    given = {p[0] for p in positional[:count]} | set(keywords)
+    out += [(f"{name}=", f"requires {name}, which the call does not pass") for name, _kind, has_default in sig[PARAMS]
+            if not has_default and name not in given]
+    return out
+
+
+def _self_call_shapes(surface: Surface, name: str, alternatives: tuple, replaced: tuple) -> list[str]:
+    """How the candidate's base class (and the megatron classes above it) call ``self.method``: the calls in
+    methods that still run for the project's class, i.e. that neither it (``replaced``) nor a class before the
+    caller's in the MRO defines again."""
+    shapes: list[str] = []
+    for candidate in (name,) + tuple(alternatives):
+        owner, _, method = candidate.rpartition(".")
+        res = surface.resolve(owner)
+        for cls in (t for t in res.targets if t.kind == "class") if res.ok else ():
+            defined = set(replaced)
+            for t in surface.mro(cls.name):
+                entry = surface.classes.get(t.name) if t.kind == "class" else None
+                for call in (entry or {}).get(SELF_CALLS, {}).get(method, []):
+                    caller, _, shape = call.partition("@")
+                    if caller not in defined and shape not in shapes:
+                        shapes.append(shape)
+                defined.update((entry or {}).get(ATTRS, {}))
+    return shapes
+
+
+def _call_site_findings(use, mine: dict, shapes: list[str], what: str, seen: set) -> list[Finding]:
+    guarded = bool(mine[VARARGS] or mine[VARKW])
+    guard = f"it takes *args/**kwargs (line {use.line})" if guarded else None
+    findings = []
+    for shape in shapes:
+        for label, why in misfits(shape, mine):
+            name = f"{use.name}({label})"
+            if name not in seen:
+                seen.add(name)
+                findings.append(Finding(use.path, use.line, name, OVERRIDE, guarded, guard, f"{what} {why}",
+                                        use="override"))
+    return findings
+
+
+def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Finding]:
+    """Overrides against how the candidate's base calls ``self.method``; functions the project passes to a
+    megatron function against how that function calls them."""
+    seen = {(f.path, f.line, f.name) for f in reported}
+    findings = []
+    for use in scan.uses:
+        if use.how == "override":
+            mine = parse_signature(use.sig)
+            mine = {**mine, PARAMS: mine[PARAMS][1:]}
+            done = {n for p, line, n in seen if (p, line) == (use.path, use.line)}
+            method = use.name.rsplit(".", 1)[-1]
+            shapes = _self_call_shapes(surface, use.name, use.alternatives, use.siblings)
+            findings += _call_site_findings(use, mine, shapes,
+                                            f"the candidate's base calls self.{method}; this override", done)
+        elif use.how == "call" and use.callables:
+            for slot, function, sig in use.callables:
+                shapes = provider_call_shapes(surface, use.name, slot)
+                done: set = set()
+                what = f"{function}, passed to {use.name.rsplit('.', 1)[-1]},"
+                found = _call_site_findings(use, parse_signature(sig), shapes, what, done)
+                findings += [Finding(f.path, f.line, f"{f.name}->{function}", f.kind, f.guarded, f.guard, f.instead,
+                                     use="callback") for f in found]
+    return findings
+
+
+def provider_call_shapes(surface: Surface, name: str, slot: str) -> list[str]:
+    """How the candidate function ``name`` (and the functions it hands the argument on to) calls what is passed
+    in ``slot`` ("0" positional, "=kw" keyword)."""
+    shapes: list[str] = []
+    todo, visited = [(name, slot, 0)], set()
+    while todo:
+        current, where, depth = todo.pop()
+        if (current, where) in visited or depth > _FORWARD_DEPTH:
+            continue
+        visited.add((current, where))
+        res = surface.resolve(current)
+        for target in (t for t in res.targets if t.kind == "function" and t.how == "f") if res.ok else ():
+            module, _, function = target.name.rpartition(".")
+            params = parse_signature(target.sig)[PARAMS]
+            param = where[1:] if where.startswith("=") else (
+                params[int(where)][0] if int(where) < len(params) and params[int(where)][1] in (0, 1) else None)
+            calls = (surface.modules.get(module) or {}).get(PARAM_CALLS, {}).get(function, {}).get(param) if param else None
+            if not calls:
+                continue
+            shapes += [x for x in calls[CALLED] if x not in shapes]
+            for forward in calls[HANDED_ON]:
+                callee, _, next_slot = forward.rpartition(" ")
+                todo.append((f"{module}.{callee}", next_slot, depth + 1))
+    return shapes
 
 
 def previous_release(releases: dict, version: str | None) -> Surface | None:

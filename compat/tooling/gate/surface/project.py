@@ -50,6 +50,9 @@ class Use:
     splat: bool = False  # a **kwargs splat
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
     sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
+    siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
+    callables: tuple = ()  # for a call: (slot, the project function's name, its signature) for each argument that
+    # names a module-level function of the file (a model provider); slot "0" positional, "=kw" a keyword
 
 
 @dataclass
@@ -79,6 +82,7 @@ class _FileScanner:
         self.import_flags = g.import_flags(tree, every)
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
+        self.defs = _module_functions(tree.body)
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
         self.stars: list[str] = []  # ``from megatron.x import *`` modules
         self.foreign_star = False  # a star import from anywhere else: a free name may come from there
@@ -437,13 +441,15 @@ class _FileScanner:
 
     def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
         """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
+        defined = tuple(sorted(i.name for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                               and not _calls_super(i)))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
                     not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
                             for d in item.decorator_list):
                 self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
-                                     sig=signature(item.args)))
+                                     sig=signature(item.args), siblings=defined))
 
     def inherited(self, e: ast.Attribute) -> str | None:
         """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
@@ -608,7 +614,41 @@ class _FileScanner:
         self.record(e, target, "call", keywords=tuple(k.arg for k in named),
                     keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
-                    via=via)
+                    via=via, callables=self.callables(e) if not starred else ())
+
+    def callables(self, e: ast.Call) -> tuple:
+        """The arguments of a megatron call that name a module-level function of this file (not rebound)."""
+        slots = [(str(i), a) for i, a in enumerate(e.args)] + [("=" + k.arg, k.value) for k in e.keywords if k.arg]
+        return tuple((slot, a.id, self.defs[a.id]) for slot, a in slots
+                     if isinstance(a, ast.Name) and self.defs.get(a.id)
+                     and not any(a.id in scope for scope in self.visible() if scope is not self.scopes[0]))
+
+
+def _calls_super(method) -> bool:
+    """The method calls ``super().<its own name>(...)``: it extends the base's version rather than replacing it."""
+    return any(isinstance(n, ast.Attribute) and n.attr == method.name and isinstance(n.value, ast.Call)
+               and dotted(n.value.func) == "super" for n in ast.walk(method))
+
+
+def _module_functions(body: list) -> dict:
+    """name -> signature of each function the module defines at its top level; "" for a name bound twice."""
+    defs: dict[str, str] = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs[stmt.name] = "" if stmt.name in defs else signature(stmt.args)
+        elif isinstance(stmt, (ast.Assign, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            for name in _top_names(stmt):
+                if name in defs:
+                    defs[name] = ""
+    return defs
+
+
+def _top_names(stmt) -> list[str]:
+    if isinstance(stmt, ast.ClassDef):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
 
 
 def _bound_anywhere(tree: ast.Module) -> set[str]:

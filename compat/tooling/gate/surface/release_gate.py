@@ -10,9 +10,9 @@ from .... import version as _v
 from ....errors import VersionError
 from ..candidate import GateUsageError, locate
 from . import check as c
-from .cache import model_for, release_models
+from .cache import cached_wheels, model_for, release_models, shipped_modules
 from .lookup import Surface
-from .overrides import check_inherited, check_overrides, previous_release
+from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
 
 _NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
@@ -71,21 +71,22 @@ def label(model: dict, source: str) -> str:
 
 
 def enrich(findings: list, surface: Surface, releases: dict, candidate_version: str | None,
-           wheel: bool = True) -> None:
+           wheel: bool = True, shipped: set | None = None) -> None:
     """Close names, the releases a use works in, and "not shipped" for modules no known wheel ever had.
 
     A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
     module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
-    what it has, so nothing is promoted there."""
+    what it has, so nothing is promoted there. ``shipped``: the modules any cached wheel ships (from their file
+    lists); without it, the releases' models say."""
     histories = c.histories(findings, releases, candidate_version)
     for f in findings:
         f.close = c.suggest(f, surface)
         f.history = histories.get(id(f), {})
         top = ".".join(f.name.split(".")[:2])
-        if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
-                and not f.history.get("works_in")):
+        ever = f.name in shipped if shipped is not None else bool(f.history.get("works_in"))
+        if wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases and not ever:
             f.kind = c.NOT_SHIPPED
-            f.instead = f"none of the {len(releases)} cached megatron-core wheels ships {f.name}"
+            f.instead = f"no cached megatron-core wheel ships {f.name}"
             continue
         f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
 
@@ -148,14 +149,23 @@ def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> N
 
 
 def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
-                baseline: Surface | None = None, against: str | None = None) -> SurfaceReport:
+                baseline: Surface | None = None, against: str | None = None,
+                shipped: set | None = None) -> SurfaceReport:
     surface = Surface(model)
     findings = c.check(scan, surface)
     previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
-    findings = sorted(findings + check_overrides(scan, surface, previous)
-                      + check_inherited(scan, surface, releases or {}), key=lambda f: (f.path, f.line, f.name))
-    enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
+    overrides = check_overrides(scan, surface, previous)
+    call_sites = check_call_sites(scan, surface, overrides)
+    overrides += call_sites
+    findings = sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
+                      key=lambda f: (f.path, f.line, f.name))
+    enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
+           shipped=shipped)
     mark_against(findings, baseline, scan.uses)
+    if baseline is not None:  # a call-site misfit the --against release has too is not this candidate's
+        before = {(f.path, f.line, f.name) for f in check_call_sites(scan, baseline, [])}
+        for f in call_sites:
+            f.on_against = (f.path, f.line, f.name) in before
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):
         notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "
@@ -173,8 +183,36 @@ def surface_gate(candidate: str, project, against: str | None = None, *, history
         baseline_model = model_for(candidate_path(against))
         baseline = Surface(baseline_model)
         against = baseline_model.get("version") or str(against)
-    releases = {v: Surface(m) for v, m in release_models().items()} if history else {}
-    return check_model(scan, model, str(candidate), releases=releases, baseline=baseline, against=against)
+    releases = history_releases(model) if history else {}
+    report = check_model(scan, model, str(candidate), releases=releases, baseline=baseline, against=against,
+                         shipped=shipped_modules() if history else None)
+    report.notes += history_note(releases, cached_wheels()) if history else []
+    return report
+
+
+def history_releases(model: dict) -> dict:
+    """The releases for the history column: those already modelled, and the release before the candidate (the
+    override check's baseline), modelled now if need be. A wheel nobody ran against yet is not parsed for it."""
+    known = release_models(modelled_only=True)
+    version = model.get("version")
+    if version and model.get("kind") != "tree" and version in cached_wheels():
+        known[version] = model
+    wheels = cached_wheels()
+    try:
+        older = [v for v in wheels if version and _v.is_newer(version, v)]
+    except VersionError:
+        older = []
+    before = max(older, key=_v.parse) if older else None
+    if before is not None and before not in known:
+        known.update(release_models({before}))
+    return {v: Surface(known[v]) for v in _v.sorted_versions(known)}
+
+
+def history_note(releases: dict, wheels: dict) -> list[str]:
+    if len(releases) >= len(wheels):
+        return []
+    return [f"history from the {len(releases)} of {len(wheels)} cached releases modelled so far (a release is "
+            "modelled the first time a run uses it as candidate, --against or in --window)"]
 
 
 def parse_window(text: str) -> tuple[str, str]:

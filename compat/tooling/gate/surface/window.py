@@ -10,8 +10,8 @@ from ....errors import CandidateError
 from ..candidate import GateUsageError, fetch_release
 from ...text import md_code, md_text
 from . import check as c
-from .cache import cached_wheels, model_for, release_models
-from .release_gate import check_model, parse_window
+from .cache import cached_wheels, model_for, release_models, shipped_modules
+from .release_gate import check_model, history_note, parse_window
 from .lookup import Surface
 from .project import scan_project
 from .report import cell_code
@@ -121,8 +121,11 @@ def window(project, text: str, *, history: bool = True) -> WindowReport:
     scan = scan_project(project)
     cached = cached_wheels()
     wheels = {v: cached.get(v) or fetch_release(v) for v in versions}  # downloads what the cache lacks
-    known = release_models() if history else {}
-    models = {v: known.get(v) or model_for(wheels[v]) for v in versions}
-    releases = {v: Surface(m) for v, m in known.items()}
-    reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases) for v in versions}
+    models = {v: model_for(wheels[v]) for v in versions}
+    known = {**release_models(modelled_only=True), **models} if history else {}
+    releases = {v: Surface(known[v]) for v in _v.sorted_versions(known)}
+    notes += history_note(releases, cached_wheels()) if history else []
+    shipped = shipped_modules() if history else None
+    reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases, shipped=shipped)
+               for v in versions}
     return WindowReport(str(project), (low, high), versions, reports, source, notes)
