@@ -183,8 +183,11 @@ def test_a_registry_release_is_compared_with_the_pin_before_it():
     assert lines[2].startswith("- 0.19.2 is already in the registry (same config); compared with 0.18.2, the pin "
                                "before it in matrix.yaml")
     assert "## Install" in lines and "plain install of `megatron-core==0.18.2`" in proc.stdout
-    alone = run_cli("0.19.2")  # the package's own gate knows no matrix.yaml: the newest release, itself
-    assert alone.stdout.splitlines()[0].startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.19.2: ")
+    # the package's own gate knows no matrix.yaml: it applies the matrix's rule (one pin per minor series) to the
+    # registry, so the README's `python -m compat gate latest` says something on day one too
+    alone = run_cli("0.19.2")
+    assert alone.stdout.splitlines()[0] == "# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING"
+    assert "the newest release of the minor series before it" in alone.stdout.splitlines()[2]
 
 
 # ------------------------------------------------------------------------------------ synthetic candidates
