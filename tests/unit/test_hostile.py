@@ -880,6 +880,7 @@ def _concurrent_accepts(tmp: Path, versions, *, disable_lock: bool = False):
     return results, [r["version"] for r in after["releases"]], mat
 
 
+@pytest.mark.slow
 def test_concurrent_accepts_lose_no_update(tmp_path):
     """Four accepts at once, each pausing between reading and writing the registry: all four versions end up in
     registry.json and matrix.yaml, and matrix.yaml still validates against the registry."""
@@ -1164,6 +1165,7 @@ def test_a_lock_held_by_this_thread_is_refused_at_once(tmp_path):
         pass
 
 
+@pytest.mark.slow
 def test_the_most_parsing_the_config_gate_does_stays_bounded(tmp_path):
     """Every config file the gate reads, each just under the per-file token cap: a verdict (whatever a missing
     TransformerConfig means to the gate), no error, and the child far under the bomb limit."""
