@@ -65,7 +65,7 @@ def main(argv=None) -> int:
            "cpu_s": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 1),
            "cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg_after": _loadavg(),
            "sessions": sessions}
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     data = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
     data.setdefault("runs", {})[args.mode] = run

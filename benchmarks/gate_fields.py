@@ -3,7 +3,7 @@
 Two shapes per N: "added" (the real 0.19.2 DDPConfig plus N new fields with docs, gated against the registry) and
 "renamed" (a registry whose newest DistributedDataParallelConfig has N fields, all renamed in the candidate: N
 removed x N added pairs for the rename-likeness search). The candidate is a wheel written to a temp dir and gated
-in process (``compat.gate.gate``: read with ast, diff, report) and, for the largest N, by the CLI.
+in process (``compat.tooling.gate.gate``: read with ast, diff, report) and, for the largest N, by the CLI.
 Writes benchmarks/results/gate_fields.json (with the load average, since the machine is shared).
 """
 from __future__ import annotations
@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compat import gate as g  # noqa: E402
-from compat import snapshots  # noqa: E402
+from compat.tooling import gate as g  # noqa: E402
+from compat import registry_format  # noqa: E402
 from compat.configs import DDP_PATH  # noqa: E402
-from compat.extract import extract_candidate  # noqa: E402
+from compat.tooling.extract import extract_candidate  # noqa: E402
 from compat.registry import Registry, registry  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "gate_fields.json"
@@ -69,7 +69,7 @@ def main() -> dict:
 
             old_names = [f"old_knob_{i}" for i in range(n)]
             base_wheel = wheel(tmp / f"base-{n}.whl", ddp_source(old_names, "An old"), "0.19.9")
-            base_data = snapshots.encode([snapshots.release_facts("0.19.9", False, extract_candidate(base_wheel))])
+            base_data = registry_format.encode([registry_format.release_facts("0.19.9", False, extract_candidate(base_wheel))])
             base = Registry(base_data)
             renamed = wheel(tmp / f"renamed-{n}.whl", ddp_source([f"new_knob_{i}" for i in range(n)], "A new"))
             seconds = timed(lambda: g.gate(str(renamed), base))
@@ -78,7 +78,7 @@ def main() -> dict:
             rows.append({"shape": "renamed", "fields": n, "gate_s": seconds, "changes": len(report.changes),
                          "rename_proposals": proposals})
             print(rows[-2], rows[-1], flush=True)
-        (tmp / "base.json").write_text(snapshots.dumps(base_data), encoding="utf-8")
+        (tmp / "base.json").write_text(registry_format.dumps(base_data), encoding="utf-8")
         cli = []
         for shape, extra in (("added", []), ("renamed", ["--registry", str(tmp / "base.json")])):
             env = {**os.environ, "PYTHONPATH": str(ROOT)}

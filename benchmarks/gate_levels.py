@@ -20,8 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from compat import refresh  # noqa: E402
-from compat.gate.levels import WIDENED, annotation_fit  # noqa: E402
+from compat.tooling import refresh  # noqa: E402
+from compat.tooling.gate.levels import WIDENED, annotation_fit  # noqa: E402
 
 DEVELOPMENT = [("0.19.2", "0.16.1"), ("0.19.2", "0.18.2")]
 EVALUATION = [("0.14.0", "0.13.1"), ("0.15.3", "0.14.0"), ("0.16.1", "0.15.3"), ("0.17.1", "0.16.1"),

@@ -1,7 +1,7 @@
 """Wall time of `python -m compat gate megatron-core==0.19.2`: cold (empty download cache) and warm.
 
 The cache is redirected with MCORE_COMPAT_CACHE to a fresh temp dir, so the cold run really downloads the
-~2.5 MB wheel (compat.fetch, standard library); warm runs find it in that cache. Writes benchmarks/results/gate_time.json.
+~2.5 MB wheel (compat.tooling.fetch, standard library); warm runs find it in that cache. Writes benchmarks/results/gate_time.json.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from compat import fetch  # noqa: E402
+from compat.tooling import fetch  # noqa: E402
 CANDIDATE = "megatron-core==0.19.2"
 OUT = ROOT / "benchmarks" / "results" / "gate_time.json"
 

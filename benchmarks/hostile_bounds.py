@@ -2,7 +2,7 @@
 
 The CLI cases are the ``r2-*`` rows of tests/unit/test_hostile.py's catalogue (built the same way, in a temp dir);
 the evaluator cases run a candidate check through ``compat.precheck`` in a child; the parse cases feed
-``compat.pysource.parse_source`` a source just under and just over its caps. Each case is run once (the machine
+``compat.tooling.pysource.parse_source`` a source just under and just over its caps. Each case is run once (the machine
 is shared; these are figures, not asserts): wall seconds and maximum resident set size as ``time -v`` reports
 them, for the child process only. Writes benchmarks/results/hostile_bounds.json and .md.
 
@@ -38,7 +38,7 @@ PARSE_CASES = {  # source expression (evaluated in the child) -> what it probes
     "parse-budget-of-one-source": "'a;' * 99_000",  # parsed through one SourceBudget until it is spent
 }
 PARSE_PROGRAM = """
-from compat.pysource import SourceBudget, parse_source, CandidateError
+from compat.tooling.pysource import SourceBudget, parse_source, CandidateError
 source, budget = ({expr}).encode(), SourceBudget()
 try:
     for i in range({times}):

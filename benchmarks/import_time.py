@@ -30,7 +30,7 @@ STATEMENTS = {
     "import compat": "import compat",
     "+ resolve_ddp_overrides (verl drop-in)": "import compat; compat.resolve_ddp_overrides",
     "+ ddp_kwargs (registry path)": "import compat; compat.ddp_kwargs",
-    "CLI modules (python -m compat)": "import compat.cli",
+    "CLI modules (python -m compat)": "import compat.tooling.cli",
 }
 
 

@@ -326,7 +326,7 @@ def run_build(entries: dict, cases: list) -> dict:
     import megatron.core  # noqa: F401  (fails loudly outside a pin venv)
 
     from compat import build
-    from compat.resolve import materialize, resolve
+    from compat.resolution import materialize, resolve
     from compat.version import installed_version
 
     version = installed_version()

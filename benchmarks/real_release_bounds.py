@@ -1,5 +1,5 @@
 """False refusals of the issue-17 bounds on real releases: every cached megatron-core wheel (the download cache,
-``compat.fetch.cache_dir()``), gated against its own registry release and parsed whole through one SourceBudget.
+``compat.tooling.fetch.cache_dir()``), gated against its own registry release and parsed whole through one SourceBudget.
 
 A real release must gate COMPATIBLE against itself (the archive rules, parse caps and folding bounds change nothing
 it holds) and every one of its ``.py`` files must parse within the caps (what the surface model will spend). The
@@ -18,10 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from compat.archive import open_source  # noqa: E402
+from compat.tooling.archive import open_source  # noqa: E402
 from compat.errors import CandidateError  # noqa: E402
-from compat.fetch import cache_dir  # noqa: E402
-from compat.pysource import SourceBudget, parse_source, size_of  # noqa: E402
+from compat.tooling.fetch import cache_dir  # noqa: E402
+from compat.tooling.pysource import SourceBudget, parse_source, size_of  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "real_release_bounds.json"
 DEVELOPMENT = {"0.15.0", "0.15.1", "0.15.2", "0.18.0"}

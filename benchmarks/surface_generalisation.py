@@ -2,7 +2,7 @@
 and a hand-checked false-alarm share of unguarded findings, for a development and an evaluation set kept apart.
 
 The split was written into ``benchmarks/results/surface_study.md`` before the gate's code changed; the evaluation
-set was run only after the last change to ``compat/gate/surface/``. Snapshots come from the ``fetch`` tool
+set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
     python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|both]
@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from surface_study import export, git_dir  # noqa: E402
 
-from compat.gate.surface import check as c  # noqa: E402
-from compat.gate.surface.cache import model_for, release_models  # noqa: E402
-from compat.gate.surface.core import candidate_path, check_model  # noqa: E402
-from compat.gate.surface.lookup import Surface  # noqa: E402
-from compat.gate.surface.project import scan_project  # noqa: E402
+from compat.tooling.gate.surface import check as c  # noqa: E402
+from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
+from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 
 SETS = {
     "development": {"NeMo-RL": ("NVIDIA-NeMo/RL", "7ea279abf"),

@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compat.gate.surface import check as c  # noqa: E402
-from compat.gate.surface.cache import model_for, release_models  # noqa: E402
-from compat.gate.surface.core import candidate_path, check_model  # noqa: E402
-from compat.gate.surface.lookup import Surface  # noqa: E402
-from compat.gate.surface.project import scan_project  # noqa: E402
+from compat.tooling.gate.surface import check as c  # noqa: E402
+from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
+from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 
 MEGATRON_LM = "NVIDIA/Megatron-LM"
 

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from surface_study import export, git_dir  # noqa: E402
 
-from compat.archive import open_source  # noqa: E402
-from compat.gate.surface.core import candidate_path  # noqa: E402
-from compat.gate.surface.model import build_model  # noqa: E402
+from compat.tooling.archive import open_source  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path  # noqa: E402
+from compat.tooling.gate.surface.model import build_model  # noqa: E402
 
 PROJECT = ("ISEEKYAN/mbridge", "10cb17f59")
 LARGE = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df")

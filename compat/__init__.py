@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """mcore-compat: one place that knows every megatron-core config dataclass (DDP, optimizer, transformer).
 
 Importing this package never imports torch or megatron, and imports no submodule either: the public names
@@ -5,17 +6,33 @@ below are loaded from their modules on first use (PEP 562), so ``import compat``
 millisecond and each caller pays only for what it uses.
 """
 import importlib
-import sys
-import types
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy and pyright read the name)
 
 __version__ = "0.1.0"
 
-# Public name -> the submodule that defines it. Add new public names here (one line each).
+# Public name -> the submodule that defines it, grouped by module. Add new public names here and below.
 _EXPORTS = {
+    "build_config": "build",
     "build_ddp_config": "build",
+    "build_optimizer_config": "build",
+    "build_transformer_config": "build",
     "live_schema": "build",
+    "config_kwargs": "resolution",
+    "ddp_kwargs": "resolution",
+    "optimizer_kwargs": "resolution",
+    "resolve": "resolution",
+    "transformer_kwargs": "resolution",
+    "Resolution": "resolution",
+    "resolve_ddp_overrides": "fp32_rule",
+    "resolve_configs": "together",
+    "ConfigResolutions": "together",
+    "audit": "config_audit",
+    "Difference": "config_audit",
+    "AuditError": "errors",
     "CandidateError": "errors",
     "CompatError": "errors",
+    "ConfigAbsentError": "errors",
     "ConflictingAliasError": "errors",
     "ConstraintError": "errors",
     "DroppedFieldWarning": "errors",
@@ -23,33 +40,28 @@ _EXPORTS = {
     "InvalidValueError": "errors",
     "MegatronNotInstalledError": "errors",
     "NewerVersionWarning": "errors",
+    "TorchNotInstalledError": "errors",
     "UnknownFieldError": "errors",
     "UnsupportedFieldError": "errors",
     "UnsupportedVersionError": "errors",
     "VersionError": "errors",
-    "Resolution": "resolve",
-    "ddp_kwargs": "resolve",
-    "resolve": "resolve",
-    "resolve_ddp_overrides": "resolver",
-    "Difference": "audit",
-    "audit": "audit",
-    "build_config": "build",
-    "build_optimizer_config": "build",
-    "build_transformer_config": "build",
-    "AuditError": "errors",
-    "ConfigAbsentError": "errors",
-    "TorchNotInstalledError": "errors",
-    "config_kwargs": "resolve",
-    "optimizer_kwargs": "resolve",
-    "transformer_kwargs": "resolve",
-    "ConfigResolutions": "together",
-    "resolve_configs": "together",
 }
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs (tests/unit/test_layout.py keeps both in step)
+    from .build import build_config, build_ddp_config, build_optimizer_config, build_transformer_config, live_schema
+    from .resolution import Resolution, config_kwargs, ddp_kwargs, optimizer_kwargs, resolve, transformer_kwargs
+    from .fp32_rule import resolve_ddp_overrides
+    from .together import ConfigResolutions, resolve_configs
+    from .config_audit import Difference, audit
+    from .errors import (AuditError, CandidateError, CompatError, ConfigAbsentError, ConflictingAliasError,
+                         ConstraintError, DroppedFieldWarning, FieldTypeError, InvalidValueError,
+                         MegatronNotInstalledError, NewerVersionWarning, TorchNotInstalledError, UnknownFieldError,
+                         UnsupportedFieldError, UnsupportedVersionError, VersionError)
 
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -58,17 +70,5 @@ def __getattr__(name: str):
     return value
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
-
-
-class _Package(types.ModuleType):
-    def __setattr__(self, name, value):
-        # Importing a submodule binds it on the package (compat.resolve = <module compat.resolve>). Where a
-        # public name is also a submodule's name (resolve), the public name wins, as with eager imports.
-        if name in _EXPORTS and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

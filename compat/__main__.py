@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
 import sys
 
-from .cli import main
+from .tooling.cli import main
 
 sys.exit(main())

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Values a release reads as meant although the annotation excludes them, and values it spells differently.
 
 ``data/type_acceptances.json`` (generated from the wheels by ``tools/type_acceptances.py``): per config and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Annotations read semantically, in one place for the gate and the type checks.
 
 ``Optional[int]``, ``int | None``, ``"Optional[int]"`` and ``typing.Union[None, int]`` are one type; ``Literal[...]``

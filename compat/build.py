@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The only module that imports megatron: read live config dataclasses and build real config objects.
 
 The live dataclass decides which fields exist (a dev build or a Megatron-Bridge subclass may have more than its
@@ -186,7 +187,7 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
                  optimizer_config=None):
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
-    from .resolve import materialize, resolve
+    from .resolution import materialize, resolve
 
     cls = cls or megatron_class(config or "ddp")
     key = config_class(config).key if config else config_of(cls)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The canonical schema of one config class: every field any release has, under its newest name, with type checks.
 
 One ``Canonical`` per config ("ddp", "optimizer", "transformer", "mla", ...). Old names are aliases (renames.json);

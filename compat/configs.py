@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Megatron config dataclasses mcore-compat knows: where each lives, what it inherits, how users name it."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rules between config classes (data/cross_rules.json), applied when configs are resolved together.
 
 A *side* is one config's view: its effective canonical values, which of them the user set, which fields the target

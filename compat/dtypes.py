@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dtype values without importing torch: accept torch dtypes and the usual strings, keep a canonical name."""
 from __future__ import annotations
 

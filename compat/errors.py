@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Typed errors and warnings. Every error is a ``CompatError`` (a ``ValueError``)."""
 from __future__ import annotations
 

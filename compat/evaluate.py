@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small, restricted evaluator for ``__post_init__`` conditions kept as text.
 
 It understands ``self.<field>``, constants, tuples/lists/sets of them, ``and``/``or``/``not``, comparisons

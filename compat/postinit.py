@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a dataclass's ``__post_init__`` reads, writes and checks, read with ``ast`` and kept as data.
 
 The walk follows ``super().__post_init__()`` into the base classes (an inherited ``__post_init__`` is the base's)

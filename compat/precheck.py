@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Pre-check a config against the ``__post_init__`` checks extracted from its class (``Schema.checks``).
 
 The effective config is the target's defaults plus the kwargs that will be passed. A check fires only when every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The committed facts: registry.json (generated from wheels), renames.json, rules.json and cross_rules.json (curated),
 heads.json (fields of the upstream Megatron-LM branches, generated)."""
 from __future__ import annotations
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import snapshots
+from . import registry_format
 from . import version as _v
 from .annotations import TypeSpec, parse
 from .configs import CONFIGS, config_class, path_of_class
@@ -165,9 +166,9 @@ class _LazyChecks(tuple):
 
 class Registry:
     def __init__(self, data: dict):
-        if not isinstance(data, dict) or data.get("format") != snapshots.FORMAT:
+        if not isinstance(data, dict) or data.get("format") != registry_format.FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise CompatError(f"registry format {found!r} is not format {snapshots.FORMAT}; regenerate it with "
+            raise CompatError(f"registry format {found!r} is not format {registry_format.FORMAT}; regenerate it with "
                               "`python -m compat registry refresh --only-known`")
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
@@ -239,7 +240,7 @@ class Registry:
 
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""
-        return Registry(snapshots.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
+        return Registry(registry_format.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
 
 
 def describe_range(versions: list[str], among: list[str] | None = None) -> str:

@@ -1,9 +1,10 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve the DDP, optimizer and transformer configs of one run together, so that the cross rules apply."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .resolve import Resolution, materialize, resolve
+from .resolution import Resolution, materialize, resolve
 
 _ROUNDS = 3  # an "equal" rule can ask the optimizer to follow DDP once; a third round would mean a cycle
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Check one value against a field's annotation (read by ``compat.annotations``); return its canonical form.
 
 Canonical forms: a dtype becomes its name ("bfloat16"), an int given for a float becomes a float, a list given for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one place that parses and compares megatron-core versions (always with ``packaging.version``)."""
 from __future__ import annotations
 
@@ -72,15 +73,35 @@ def _version_from_source_tree() -> str | None:
 
 def _read_package_info(path: Path) -> str | None:
     """The version a package_info.py declares; a VersionError naming the file when it cannot be read."""
-    from .archive import read_file
-    from .extract import version_from_package_info
+    import ast
+    import warnings
 
-    data = read_file(path, 1 << 20, "megatron-core package_info.py", error=VersionError)
+    from .bounded_read import MIB, read_file
+
+    data = read_file(path, MIB, "megatron-core package_info.py", error=VersionError)
     try:
-        return version_from_package_info(data)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences
+            return version_from_package_info(ast.parse(data, filename="package_info.py"))
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as exc:
         detail = one_line(exc, 200) or type(exc).__name__
         raise VersionError(f"cannot read the megatron-core version from {str(path)!r}: {detail}") from None
+
+
+def version_from_package_info(tree) -> str | None:
+    """MAJOR.MINOR.PATCH + PRE_RELEASE from the parsed module tree of megatron/core/package_info.py."""
+    import ast
+
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError):
+                pass
+    if not all(k in values for k in ("MAJOR", "MINOR", "PATCH")):
+        return None
+    return f"{values['MAJOR']}.{values['MINOR']}.{values['PATCH']}{values.get('PRE_RELEASE', '') or ''}"
 
 
 def installed_version() -> str | None:

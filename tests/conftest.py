@@ -34,7 +34,7 @@ def _index_only_for_network_tests(request, monkeypatch, tmp_path_factory):
 @functools.cache
 def _index_unreachable() -> str | None:
     """Why megatron-core's listing on the configured index cannot be read (None: it can), asked once per process."""
-    from compat.fetch import index_url, redact
+    from compat.tooling.fetch import index_url, redact
 
     url = f"{index_url()}/megatron-core/"
     try:

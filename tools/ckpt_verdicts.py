@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--out", default=str(DATA))
     args = ap.parse_args(argv)
-    from compat.archive import read_file
+    from compat.tooling.archive import read_file
     from compat.errors import CompatError, one_line
 
     try:
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
                 print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
                 return 1
             return 0
-        from compat.fsutil import atomic_write_text
+        from compat.tooling.fsutil import atomic_write_text
 
         atomic_write_text(out, text)
     except (CompatError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:

@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compat import refresh  # noqa: E402
-from compat.archive import open_source  # noqa: E402
-from compat.fsutil import atomic_write_text  # noqa: E402
+from compat.tooling import refresh  # noqa: E402
+from compat.tooling.archive import open_source  # noqa: E402
+from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from compat.registry import registry  # noqa: E402
 
 OUT = ROOT / "compat" / "data" / "metadata.json"

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compat.fsutil import atomic_write_text  # noqa: E402
+from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from tools.results import results_dir_for  # noqa: E402
 
 DATA = ROOT / "compat" / "data" / "install.json"

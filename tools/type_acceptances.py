@@ -1,6 +1,6 @@
 """Write ``compat/data/type_acceptances.json``: values outside a field's annotation that a release reads as meant.
 
-For every release in the registry, from its wheel (``compat.fetch`` cache), the reads of every config field are
+For every release in the registry, from its wheel (``compat.tooling.fetch`` cache), the reads of every config field are
 classified statically (``tools/field_reads.py``). Two shapes are derived, each with its evidence:
 
 - ``none``: None for a field whose annotation does not allow it, where every read of the field is by truthiness,
@@ -19,10 +19,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from compat import fetch, snapshots
+from compat.tooling import fetch
+from compat import registry_format
 from compat.annotations import parse
 from compat.configs import CONFIGS, lineage
-from compat.fsutil import atomic_write_text
+from compat.tooling.fsutil import atomic_write_text
 from compat.registry import registry
 from tools.field_reads import SAFE_FOR_NONE, Package, field_reads
 
@@ -80,7 +81,7 @@ def build(log=print) -> dict:
     reg = registry()
     found: dict[tuple[str, str, str], dict] = {}
     for version in reg.versions():
-        wheel = fetch.download(snapshots.PACKAGE, version)
+        wheel = fetch.download(registry_format.PACKAGE, version)
         for key, ev in release_acceptances(version, wheel).items():
             entry = found.setdefault(key, {"releases": []})
             entry["releases"].append(version)

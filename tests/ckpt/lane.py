@@ -280,7 +280,7 @@ def _read_json(path, default):
 
 def record(row: dict, timing: dict, backend: str, results_dir=RESULTS_DIR) -> None:
     """Merge one pair into ckpt_lane[_nccl].json/.md and its timing into ckpt_lane_time.json, atomically."""
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     stem = "ckpt_lane" if backend == "gloo" else f"ckpt_lane_{backend}"
     with _locked(results_dir):
@@ -475,7 +475,7 @@ def main(argv=None) -> int:
     sub.add_parser("table", help="re-render benchmarks/results/ckpt_lane.md from ckpt_lane.json")
     args = ap.parse_args(argv)
     if args.command == "table":
-        from compat.fsutil import atomic_write_text
+        from compat.tooling.fsutil import atomic_write_text
 
         for stem in ("ckpt_lane", "ckpt_lane_nccl"):
             path = os.path.join(RESULTS_DIR, f"{stem}.json")

@@ -15,7 +15,7 @@ from compat import ConstraintError
 from compat import version as v
 from compat.build import live_schema
 from compat.dtypes import dtype_name, to_torch
-from compat.resolve import materialize, resolve
+from compat.resolution import materialize, resolve
 from live_helpers import BASE, battery, setup
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed

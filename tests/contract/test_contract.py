@@ -8,7 +8,7 @@ from compat import ConstraintError, UnsupportedFieldError
 from compat import version as v
 from compat.build import live_schema
 from compat.registry import registry, rules
-from compat.resolve import _applies
+from compat.resolution import _applies
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 

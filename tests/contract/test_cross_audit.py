@@ -7,7 +7,7 @@ import compat
 from compat import AuditError, ConstraintError
 from compat import version as v
 from compat.registry import cross_rules, registry
-from compat.resolve import materialize
+from compat.resolution import materialize
 
 from live_helpers import BASE, battery, live_class, setup
 

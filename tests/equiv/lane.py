@@ -57,7 +57,7 @@ def _read_json(path, default=None):
 
 
 def _write_json(path, data) -> None:
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     atomic_write_text(path, json.dumps(data, indent=1, default=str) + "\n")
@@ -393,7 +393,7 @@ def run_compare(args) -> int:
     results["first_pin"] = doc["first_pin"]
     if not args.no_record:
         _write_json(os.path.join(out_dir, f"{stem}.json"), results)
-        from compat.fsutil import atomic_write_text
+        from compat.tooling.fsutil import atomic_write_text
 
         atomic_write_text(os.path.join(out_dir, f"{stem}.md"), render_markdown(results))
         if args.backend == "gloo" and args.record:  # the gate's Training section reads the CPU lane's verdicts
@@ -525,7 +525,7 @@ def verdicts_text(results: dict) -> str:
 
 
 def run_verdicts(args) -> int:
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     text = verdicts_text(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {}))
     if args.check:
@@ -548,7 +548,7 @@ def main(argv=None) -> int:
     p.add_argument("--torchrun", action="store_true", help="launch the ranks with torchrun --standalone")
     p.add_argument("--world-size", type=int, default=0, help="ranks (default: config.json's world_size)")
     p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_EQUIV_TIMEOUT", "300")))
-    c = sub.add_parser("compare", help="compare adjacent pins' records, write benchmarks/results/equivalence.*")
+    c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* (benchmarks/results/ with --record)")
     c.add_argument("--no-record", action="store_true", help="write no results at all")
     c.add_argument("--record", action="store_true", help="write equivalence.* in benchmarks/results/ and the gate's "
                    "verdicts (tracked); without it the results go to benchmarks/results/raw/ (ignored)")
@@ -565,7 +565,7 @@ def main(argv=None) -> int:
         return run_compare(args)
     if args.command == "verdicts":
         return run_verdicts(args)
-    from compat.fsutil import atomic_write_text
+    from compat.tooling.fsutil import atomic_write_text
 
     atomic_write_text(os.path.join(RESULTS_DIR, "equivalence.md"),
                       render_markdown(_read_json(os.path.join(RESULTS_DIR, "equivalence.json"), {})))

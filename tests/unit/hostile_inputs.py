@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat.configs import MODEL_PARALLEL_PATH, TRANSFORMER_PATH
-from compat.extract import DDP_PATH, OPTIMIZER_PATH
+from compat.tooling.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def config_source(version: str = "0.19.2", *, optimizer: bool = False, extra: st
     """Python source of the registry's DDPConfig (or OptimizerConfig fields) of ``version``, as megatron writes
     it: same names, annotations, defaults and docs. ``extra`` is appended to the class body; ``docs`` overrides
     field docs by name."""
-    from compat.snapshots import decode_snapshot
+    from compat.registry_format import decode_snapshot
 
     reg = registry()
     snap = decode_snapshot(reg.data, reg.releases[version]["configs"]["optimizer" if optimizer else "ddp"])
@@ -137,7 +137,7 @@ def _model_field_line(f: dict) -> str:
 def model_config_files(version: str = "0.19.2") -> dict[str, str]:
     """model_parallel_config.py and transformer_config.py holding the registry's ModelParallelConfig,
     TransformerConfig and (where the release has it) MLATransformerConfig of ``version``: same fields per class."""
-    from compat.snapshots import decode_snapshot
+    from compat.registry_format import decode_snapshot
 
     reg = registry()
     configs = reg.releases[version]["configs"]
@@ -392,7 +392,7 @@ def dataclass_with_check(test: str, annotation: str = "int", default: str = "1")
 PRECHECK_PROGRAM = """
 import json
 from compat import precheck
-from compat.extract import extract_class
+from compat.tooling.extract import extract_class
 from compat.registry import schema_from_snapshot
 schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"))
 env = precheck.environment(schema, {{"x": {value}}})

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable
 
-from compat.pysource import MAX_FILE_TOKENS
+from compat.tooling.pysource import MAX_FILE_TOKENS
 
 UTILS = "def unwrap_model(model):\n    return model\n"
 _BASE = {"megatron/core/__init__.py": "", "megatron/core/utils.py": UTILS}

@@ -91,7 +91,7 @@ def test_registry_refuses_a_non_member(value):
 
 
 def test_enum_members_are_read_from_the_config_file_and_its_imports():
-    from compat.extract import extract_configs
+    from compat.tooling.extract import extract_configs
 
     files = {
         "megatron/core/transformer/transformer_config.py":

@@ -1,4 +1,4 @@
-"""The checkpoint lane's verdicts as gate data: tools/ckpt_verdicts.py and compat/gate/ckpt.py (no torch)."""
+"""The checkpoint lane's verdicts as gate data: tools/ckpt_verdicts.py and compat/tooling/gate/ckpt.py (no torch)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.gate import GateReport
-from compat.gate import ckpt as gate_ckpt
+from compat.tooling.gate import GateReport
+from compat.tooling.gate import ckpt as gate_ckpt
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

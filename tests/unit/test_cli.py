@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from compat.cli import main
+from compat.tooling.cli import main
 
 
 def run(*args):
@@ -117,7 +117,7 @@ def test_explain_from_a_json_file(tmp_path):
 def test_import_loads_no_submodule_and_every_export_resolves():
     code = ("import sys, compat; loaded = sorted(m for m in sys.modules if m.startswith('compat.')); "
             "names = {n: getattr(compat, n).__module__ for n in compat.__all__}; "
-            "import compat.resolve; assert callable(compat.resolve), 'the submodule hid the function'; "
+            "import compat.resolution, compat.config_audit; assert callable(compat.resolve) and callable(compat.audit); "
             "import json; print(json.dumps([loaded, names]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

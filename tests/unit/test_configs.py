@@ -9,7 +9,7 @@ import compat
 from compat import (CompatError, ConfigAbsentError, ConstraintError, FieldTypeError, InvalidValueError,
                     TorchNotInstalledError, UnknownFieldError, UnsupportedFieldError)
 from compat.registry import Field, Schema, load_json, registry
-from compat.resolve import resolve
+from compat.resolution import resolve
 
 TF = {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
 

@@ -1,4 +1,4 @@
-"""compat.fetch against a local index (http.server on a free port, and file://): JSON and HTML listings, the file
+"""compat.tooling.fetch against a local index (http.server on a free port, and file://): JSON and HTML listings, the file
 it picks, sha256 checks, caps, HTTP errors, yanked files, credentials, and a cache that never holds a partial file.
 The real-index tests are marked ``network``."""
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from compat import fetch, refresh
-from compat import gate as g
+from compat.tooling import fetch, refresh
+from compat.tooling import gate as g
 from compat import version as _v
 from compat.errors import CandidateError
-from compat.extract import DDP_PATH
+from compat.tooling.extract import DDP_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -486,7 +486,7 @@ def test_gate_downloads_from_the_configured_index(index, tmp_path):
 def test_fetch_release_has_no_python_fallbacks():
     assert not hasattr(g, "FALLBACK_PYTHONS")
     # the one process compat starts is git, reading a Megatron-LM checkout candidate's history (gate/blame.py)
-    git_reader = ROOT / "compat" / "gate" / "blame.py"
+    git_reader = ROOT / "compat" / "tooling" / "gate" / "blame.py"
     source = "\n".join(p.read_text() for p in (ROOT / "compat").rglob("*.py") if p != git_reader)
     assert '"-m", "pip"' not in source and "'-m', 'pip'" not in source and "subprocess" not in source
     blame = git_reader.read_text()

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from compat import gate as g
-from compat import refresh, snapshots
+from compat.tooling import gate as g
+from compat.tooling import refresh
+from compat import registry_format
 from compat import version as _v
 from compat.configs import ALL_PATHS
-from compat.extract import DDP_PATH
+from compat.tooling.extract import DDP_PATH
 from compat.registry import load_json, registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -329,7 +330,7 @@ def test_accept_writes_registry_and_pin(tmp_path):
 
     keep = [r["version"] for r in full["releases"] if not _v.is_newer(r["version"], "0.18.2") or
             r["version"] == "0.19.2"]
-    expected = snapshots.subset(full, keep)
+    expected = registry_format.subset(full, keep)
     assert reg_path.read_text() == refresh.dumps(expected)  # same deterministic format as refresh
     assert 'version: "0.19.2"' in matrix_path.read_text()
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 import hostile_inputs as H
-from compat import gate as g
+from compat.tooling import gate as g
 from compat.configs import TRANSFORMER_PATH
-from compat.extract import DDP_PATH
-from compat.gate import aliases, candidate, label, metadata
-from compat.gate.levels import NARROWED, UNKNOWN, WIDENED, annotation_fit
-from compat.gate.markdown import md_prose
+from compat.tooling.extract import DDP_PATH
+from compat.tooling.gate import aliases, candidate, label, metadata
+from compat.tooling.gate.levels import NARROWED, UNKNOWN, WIDENED, annotation_fit
+from compat.tooling.text import md_prose
 from compat.registry import load_json, registry
-from compat.snapshots import decode_snapshot
+from compat.registry_format import decode_snapshot
 
 REG = registry()
 
@@ -311,7 +311,7 @@ def test_a_checkout_change_names_the_commit_that_made_it(tmp_path):
                                         ("metadata.json", {"format": 1, "releases": {"0.19.2": ["torch"]}}),
                                         ("metadata.json", {"releases": {"0.19.2": {"requires_dist": "torch"}}})])
 def test_malformed_gate_data_leaves_its_part_out(tmp_path, monkeypatch, name, data):
-    import compat.gate.sections as sections
+    import compat.tooling.gate.sections as sections
 
     real = load_json
 

@@ -7,15 +7,15 @@ import zipfile
 
 import pytest
 
-from compat import gate as g
-from compat import snapshots
+from compat.tooling import gate as g
+from compat import registry_format
 from compat.annotations import parse, type_key
 from compat.canonical import Canonical
 from compat.errors import FieldTypeError, TorchNotInstalledError
 from compat.evaluate import UNKNOWN, Dtype, evaluate, render, unsupported
-from compat.extract import DDP_PATH, extract_class
+from compat.tooling.extract import DDP_PATH, extract_class
 from compat.registry import Registry, registry
-from compat.resolve import materialize
+from compat.resolution import materialize
 
 
 # ------------------------------------------------------------------------------------ annotations
@@ -59,7 +59,7 @@ def _respelled_newest() -> str:
 
 
 def _newest_wheel():
-    from compat import refresh
+    from compat.tooling import refresh
 
     return refresh.download(registry().newest())
 
@@ -70,7 +70,7 @@ def test_a_respelled_annotation_gates_compatible_and_keeps_its_checks_after_acce
     report = g.gate(str(_wheel(tmp_path, _respelled_newest(), "0.19.9")), reg)
     spelled = [c for c in report.changes if c.what == "annotation"]
     assert spelled and all(c.level == g.INFO for c in spelled)
-    accepted = Registry(snapshots.add_release(reg.data, "0.19.9", False, report.facts))
+    accepted = Registry(registry_format.add_release(reg.data, "0.19.9", False, report.facts))
     assert accepted.schema("0.19.9").get("bucket_size").annotation == "'int | None'"
     canon = Canonical(accepted)
     assert canon.check_value("megatron_fsdp_main_params_dtype", "bf16") == "bfloat16"  # dtype spelling kept

@@ -1,10 +1,10 @@
-"""The equivalence lane's verdicts in the gate report: compat/gate/training.py (no torch)."""
+"""The equivalence lane's verdicts in the gate report: compat/tooling/gate/training.py (no torch)."""
 from __future__ import annotations
 
 import pytest
 
-from compat.gate import GateReport
-from compat.gate import lanes, training
+from compat.tooling.gate import GateReport
+from compat.tooling.gate import lanes, training
 
 PAIRS = {"pairs": [
     {"old": "0.18.2", "new": "0.19.2", "variants": {

@@ -28,13 +28,13 @@ import compat
 import hostile_inputs as H
 from compat import CompatError, VersionError
 from compat.errors import InvalidValueError
-from compat import vendor as vendor_module
-from compat.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
+from compat.tooling import vendor as vendor_module
+from compat.tooling.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
                             MAX_TAR_HEADERS_TOTAL, MAX_TAR_STREAM_BYTES, CandidateError, open_source)
-from compat.extract import DDP_PATH
-from compat.gate.accept import ReplaceRefusedError
-from compat.gate.registry_file import RegistryFileError, read_registry
-from compat.vendor import VendorError
+from compat.tooling.extract import DDP_PATH
+from compat.tooling.gate.accept_pin import ReplaceRefusedError
+from compat.tooling.gate.registry_file import RegistryFileError, read_registry
+from compat.tooling.vendor import VendorError
 
 COMPAT_DATA = H.ROOT / "compat" / "data"
 OFFLINE = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http://127.0.0.1:9/simple",
@@ -211,7 +211,7 @@ def _vendored(tmp: Path) -> Path:
         (tmp / pkg).mkdir(parents=True, exist_ok=True)
         (tmp / pkg / "__init__.py").write_text("")
     dest = tmp / "host" / "_vendor" / "mc"
-    from compat.vendor import vendor
+    from compat.tooling.vendor import vendor
     vendor(dest)
     return dest
 
@@ -240,7 +240,7 @@ def _accept(version: str, *, extra: str = "", replace: bool = False, change_defa
 
 
 def _accept_in_process(tmp: Path):
-    from compat.gate import accept, gate, load_registry
+    from compat.tooling.gate import accept, gate, load_registry
 
     args = _accept("0.19.2", change_default=True)(tmp)["args"]
     report = gate(args[1], load_registry(args[3]))
@@ -369,7 +369,7 @@ def _wheel_with_ddp(ddp: str, version: str = "0.20.0") -> Callable[[Path], dict]
 def _three_dense_config_files(tmp: Path) -> dict:
     """Every config file the gate parses, each padded to just under the per-file token cap (the gate's most
     parsing for one candidate)."""
-    from compat.pysource import MAX_FILE_TOKENS
+    from compat.tooling.pysource import MAX_FILE_TOKENS
 
     pad = "\n" + "a;" * (MAX_FILE_TOKENS // 2 - 30_000) + "\n"
     transformer = "megatron/core/transformer/transformer_config.py"
@@ -626,9 +626,9 @@ CATALOGUE: dict[str, Attack] = {
         9, lambda tmp: cli("vendor", _forged_delete(tmp)), 0, "kept mine.py",
         after=lambda tmp, run: _user_files_intact(tmp)),
     "vendor-check-edit-with-rewritten-hash": Attack(9, lambda tmp: cli("vendor", "--check", _edit_and_rehash(tmp)),
-                                                   1, "outdated: resolver.py"),
+                                                   1, "outdated: fp32_rule.py"),
     "vendor-check-fifo-inside-dest": Attack(9, lambda tmp: cli("vendor", "--check", _fifo_inside(_vendored(tmp))),
-                                            1, "modified: resolve.py"),
+                                            1, "modified: resolution.py"),
     "vendor-symlinked-data-dir": Attack(9, lambda tmp: cli("vendor", _symlinked_data(tmp)), 3,
                                         "refusing to write through symlink",
                                         after=lambda tmp, run: _nothing_outside(tmp)),
@@ -723,22 +723,22 @@ def _manifest_dir(tmp: Path) -> Path:
 
 
 def _fifo_inside(dest: Path) -> Path:
-    (dest / "resolve.py").unlink()
-    H.fifo(dest / "resolve.py")
+    (dest / "resolution.py").unlink()
+    H.fifo(dest / "resolution.py")
     return dest
 
 
 def _hard_linked(tmp: Path) -> Path:
     dest = _vendored(tmp)
     (tmp / "precious.py").write_text("precious\n")
-    (dest / "resolve.py").unlink()
-    os.link(tmp / "precious.py", dest / "resolve.py")
+    (dest / "resolution.py").unlink()
+    os.link(tmp / "precious.py", dest / "resolution.py")
     return dest
 
 
 def _outside_intact(tmp: Path) -> None:
     assert (tmp / "precious.py").read_text() == "precious\n"
-    assert (tmp / "host/_vendor/mc/resolve.py").read_bytes() == (H.ROOT / "compat/resolve.py").read_bytes()
+    assert (tmp / "host/_vendor/mc/resolution.py").read_bytes() == (H.ROOT / "compat/resolution.py").read_bytes()
 
 
 def _forged_delete(tmp: Path) -> Path:
@@ -759,9 +759,9 @@ def _edit_and_rehash(tmp: Path) -> Path:
     import hashlib
 
     dest = _vendored(tmp)
-    edited = (dest / "resolver.py").read_bytes() + b"\nFP32 = False  # a quiet local patch\n"
-    (dest / "resolver.py").write_bytes(edited)
-    _manifest_edit(dest, lambda m: m["files"].update({"resolver.py": hashlib.sha256(edited).hexdigest()}))
+    edited = (dest / "fp32_rule.py").read_bytes() + b"\nFP32 = False  # a quiet local patch\n"
+    (dest / "fp32_rule.py").write_bytes(edited)
+    _manifest_edit(dest, lambda m: m["files"].update({"fp32_rule.py": hashlib.sha256(edited).hexdigest()}))
     return dest
 
 
@@ -868,18 +868,18 @@ def test_catalogue_covers_every_class():
 
 # ------------------------------------------------------------------------------------ 3. writes, beyond one run
 SLOW_READ = ("import sys, time\n"
-             "import compat.gate.accept\n"
-             "a = sys.modules['compat.gate.accept']  # compat.gate.accept is also the name of a function\n"
+             "import compat.tooling.gate.accept_pin\n"
+             "a = sys.modules['compat.tooling.gate.accept_pin']  # compat.tooling.gate.accept_pin is also the name of a function\n"
              "read = a.read_registry\n"
              "a.read_registry = lambda path: (read(path), time.sleep({pause}))[0]  # widen the read-write window\n"
              "{disable}"
-             "from compat.cli import main\n"
+             "from compat.tooling.cli import main\n"
              "sys.exit(main(sys.argv[1:]))\n")
 
 
 def _concurrent_accepts(tmp: Path, versions, *, disable_lock: bool = False):
     reg, mat = _registry_copy(tmp), _matrix(tmp)
-    disable = ("import contextlib, compat.fsutil as f\nf.locked = lambda *a, **k: contextlib.nullcontext()\n"
+    disable = ("import contextlib, compat.tooling.fsutil as f\nf.locked = lambda *a, **k: contextlib.nullcontext()\n"
                if disable_lock else "")
     script = SLOW_READ.format(pause=0.6, disable=disable)
     env = {**os.environ, "PYTHONPATH": str(H.ROOT)}
@@ -906,7 +906,7 @@ def test_concurrent_accepts_lose_no_update(tmp_path):
 
 
 def H_matrix():
-    from compat.gate.accept import _matrix_module
+    from compat.tooling.gate.accept_pin import _matrix_module
 
     return _matrix_module()
 
@@ -936,7 +936,7 @@ class _FullDisk:
 
 
 def _fill_disk_when(monkeypatch, match: str, budget: int = 100):
-    import compat.fsutil as fsutil
+    import compat.tooling.fsutil as fsutil
 
     real = os.fdopen
 
@@ -950,8 +950,8 @@ def _fill_disk_when(monkeypatch, match: str, budget: int = 100):
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to tell which file is being written")
 @pytest.mark.parametrize("full", [".registry.json.", ".matrix.yaml."])
 def test_full_disk_midway_leaves_the_old_files_and_later_commands_work(tmp_path, monkeypatch, full):
-    from compat.fsutil import WriteError
-    from compat.gate import accept, gate, load_registry
+    from compat.tooling.fsutil import WriteError
+    from compat.tooling.gate import accept, gate, load_registry
 
     reg, mat = _registry_copy(tmp_path), _matrix(tmp_path)
     before = {p: p.read_bytes() for p in (reg, mat)}
@@ -971,7 +971,7 @@ def test_full_disk_midway_leaves_the_old_files_and_later_commands_work(tmp_path,
 def test_lock_held_elsewhere_times_out_with_a_typed_error(tmp_path):
     import fcntl
 
-    from compat.fsutil import WriteError, locked
+    from compat.tooling.fsutil import WriteError, locked
 
     target = tmp_path / "registry.json"
     with open(tmp_path / ".registry.json.lock", "w") as other:  # another process's open file description
@@ -999,7 +999,7 @@ def _raiser(exc):
     (FileNotFoundError(2, "No such file or directory", "/no\nwhere"), "cannot access '/no\\nwhere'"),
 ])
 def test_every_error_is_one_line(monkeypatch, capsys, exc, phrase):
-    from compat import cli
+    from compat.tooling import cli
 
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda *a: parser)
@@ -1010,7 +1010,7 @@ def test_every_error_is_one_line(monkeypatch, capsys, exc, phrase):
 
 
 def test_internal_error_traceback_on_request(monkeypatch):
-    from compat import cli
+    from compat.tooling import cli
 
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda *a: parser)
@@ -1023,8 +1023,8 @@ def test_internal_error_traceback_on_request(monkeypatch):
 def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
     """A rename replaces a read-only file as easily as any other; atomic writes keep what its owner protected.
     (os.access is asked, as root would be allowed anything: the test answers for a non-root user.)"""
-    import compat.fsutil as fsutil
-    from compat.fsutil import WriteError, atomic_write_text
+    import compat.tooling.fsutil as fsutil
+    from compat.tooling.fsutil import WriteError, atomic_write_text
 
     target = tmp_path / "VENDORED.json"
     target.write_text("old\n")
@@ -1111,8 +1111,8 @@ def test_explain_set_refuses_nan_and_overflowing_floats():
 
 # ------------------------------------------------------------------------------------ issue 17: checkpoints, locks
 def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
-    from compat.cli import main
-    from compat.gate import lanes
+    from compat.tooling.cli import main
+    from compat.tooling.gate import lanes
 
     wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
     assert main(["gate", wheel]) == 0 and "## Checkpoints" in capsys.readouterr().out  # the section, when readable
@@ -1128,8 +1128,8 @@ def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path
 
 
 def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
-    from compat.cli import main
-    from compat.gate import lanes
+    from compat.tooling.cli import main
+    from compat.tooling.gate import lanes
 
     wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
     assert main(["gate", wheel]) == 0 and "## Training" in capsys.readouterr().out  # the section, when readable
@@ -1144,7 +1144,7 @@ def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_
 
 
 def test_lost_tensor_names_are_escaped():
-    from compat.gate.ckpt import sentences
+    from compat.tooling.gate.ckpt import sentences
 
     verdict = {"status": "measured", "saved_on": "0.18.2", "loaded_on": "0.19.2", "exact": [], "failures": [],
                "losses": [{"variant": "plain", "lost": ["exp_avg\n# injected", "*bold*"], "message": "m"}]}
@@ -1166,7 +1166,7 @@ def test_ckpt_verdicts_refuses_a_non_version_in_one_line(tmp_path, capsys):
 
 def test_a_lock_held_by_this_thread_is_refused_at_once(tmp_path):
     from compat.errors import CompatError as Err
-    from compat.fsutil import locked
+    from compat.tooling.fsutil import locked
 
     path = tmp_path / "registry.json"
     with locked(path):
@@ -1189,7 +1189,7 @@ def test_the_most_parsing_the_config_gate_does_stays_bounded(tmp_path):
 
 # ------------------------------------------------------------------------------------ issue 17: parse_source
 def test_parse_source_refuses_over_its_caps_before_parsing():
-    from compat.pysource import SourceTooLargeError, SourceUnparsableError, parse_source
+    from compat.tooling.pysource import SourceTooLargeError, SourceUnparsableError, parse_source
 
     assert parse_source(b"x = 1\n", "ok.py").body[0].lineno == 1
     with pytest.raises(SourceTooLargeError, match="over the 10-byte cap"):
@@ -1205,7 +1205,7 @@ def test_parse_source_refuses_over_its_caps_before_parsing():
 
 
 def test_a_source_budget_is_shared_by_the_files_of_one_source():
-    from compat.pysource import SourceBudget, SourceTooLargeError, parse_source
+    from compat.tooling.pysource import SourceBudget, SourceTooLargeError, parse_source
 
     budget = SourceBudget(max_bytes=1000, max_nodes=100)
     parse_source("a;" * 10, "a.py", budget)  # 20 tokens; 31 nodes: the module, 10 statements, 10 names, 10 contexts
@@ -1235,7 +1235,7 @@ def test_the_checks_of_one_call_share_one_work_budget():
 def test_an_archive_is_read_where_an_installer_puts_its_files(tmp_path):
     """The positive side of the duplicate and decoy rows: a wheel's .data/purelib lands at the root, and an sdist
     without one top-level directory is built from its root when that has a pyproject.toml."""
-    from compat.extract import extract_candidate
+    from compat.tooling.extract import extract_candidate
 
     wheel = H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0", ddp="", members={
         f"megatron_core-0.20.0.data/purelib/{DDP_PATH}": H.flipped_config()})

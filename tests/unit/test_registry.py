@@ -1,8 +1,9 @@
 """The committed registry against the independent research table (shared/research/ddp_schema/SUMMARY.md)."""
 import pytest
 
-from compat import refresh, snapshots
-from compat.extract import extract_candidate
+from compat.tooling import refresh
+from compat import registry_format
+from compat.tooling.extract import extract_candidate
 from compat.registry import registry
 
 # Field counts per release, from the research summary (extracted independently of this code).
@@ -61,9 +62,9 @@ def test_regenerating_from_the_real_wheels_is_byte_identical(tmp_path):
     reg = registry()
     wheels = {v: (refresh.download(v), reg.is_yanked(v)) for v in reg.versions()}
     rebuilt = refresh.dumps(refresh.build_registry(wheels))
-    committed = (refresh.Path(refresh.__file__).parent / "data" / "registry.json").read_text(encoding="utf-8")
+    committed = (refresh.Path(refresh.__file__).parents[1] / "data" / "registry.json").read_text(encoding="utf-8")
     assert rebuilt == committed
-    grown = snapshots.subset(reg.data, reg.versions()[:-3])
+    grown = registry_format.subset(reg.data, reg.versions()[:-3])
     for version in reg.versions()[-3:]:
         grown = refresh.add_release(grown, version, reg.is_yanked(version), extract_candidate(wheels[version][0]))
     assert refresh.dumps(grown) == committed

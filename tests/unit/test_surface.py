@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from compat import refresh
-from compat.cli import main
-from compat.gate.surface import cache as surface_cache
-from compat.gate.surface import check as c
-from compat.gate.surface import model as surface_model
-from compat.gate.surface import project as surface_project
-from compat.gate.surface.core import surface_gate
-from compat.gate.surface.lookup import Surface
+from compat.tooling import refresh
+from compat.tooling.cli import main
+from compat.tooling.gate.surface import cache as surface_cache
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface import model as surface_model
+from compat.tooling.gate.surface import project as surface_project
+from compat.tooling.gate.surface.release_gate import surface_gate
+from compat.tooling.gate.surface.lookup import Surface
 
 # A small megatron-core: 0.1.0 (old), 0.2.0 (the break), with the shapes the real wheels have.
 BASE = {

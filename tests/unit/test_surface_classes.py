@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compat import refresh
-from compat.gate.surface import check as c
-from compat.gate.surface.core import surface_gate
+from compat.tooling import refresh
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
 from test_surface import make_project, make_wheel
 
 OLD = {  # 0.3.0
@@ -421,7 +421,7 @@ def test_an_override_on_the_release_it_was_written_for_is_fine(tmp_path, wheels)
 
 # ---- --window markdown: grouped by file, steady rows counted ------------------------------------------------------
 def test_window_table_groups_by_file_and_lists_only_rows_that_change(tmp_path, wheels, capsys):
-    from compat.cli import main
+    from compat.tooling.cli import main
 
     project = make_project(tmp_path / "proj", {
         "a.py": "from megatron.core import mpu\nmpu.get_tensor_and_expert_parallel_rank()\nmpu.gone_everywhere()\n",

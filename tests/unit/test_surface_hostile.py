@@ -16,13 +16,13 @@ import hostile_surface as S
 import pytest
 
 from compat import CandidateError
-from compat.archive import open_source
-from compat.gate.surface import cache as surface_cache
-from compat.gate.surface import check as c
-from compat.gate.surface.core import surface_gate
-from compat.gate.surface.lookup import OPAQUE, Surface
-from compat.gate.surface.model import MAX_PATH_DEPTH, build_model
-from compat.pysource import SourceBudget
+from compat.tooling.archive import open_source
+from compat.tooling.gate.surface import cache as surface_cache
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
+from compat.tooling.gate.surface.lookup import OPAQUE, Surface
+from compat.tooling.gate.surface.model import MAX_PATH_DEPTH, build_model
+from compat.tooling.pysource import SourceBudget
 
 MAX_RSS_MIB = 500
 

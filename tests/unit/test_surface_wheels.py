@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
-from compat.gate.surface import check as c
-from compat.gate.surface.cache import model_for, release_models
-from compat.gate.surface.core import candidate_path, check_model
-from compat.gate.surface.lookup import Surface
-from compat.gate.surface.project import scan_project
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.cache import model_for, release_models
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model
+from compat.tooling.gate.surface.lookup import Surface
+from compat.tooling.gate.surface.project import scan_project
 
 pytestmark = pytest.mark.network
 

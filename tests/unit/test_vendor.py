@@ -14,8 +14,8 @@ import packaging
 import pytest
 
 import compat
-from compat import vendor as v
-from compat.cli import main
+from compat.tooling import vendor as v
+from compat.tooling.cli import main
 from compat.registry import registry
 
 COMPAT_DIR = Path(compat.__file__).resolve().parent
@@ -71,10 +71,10 @@ def test_manifest_records_version_registry_and_hashes(vendored):
     manifest = json.loads((vendored / "VENDORED.json").read_text())
     assert manifest["version"] == compat.__version__
     assert manifest["registry_newest"] == registry().newest()
-    expected = ({p.relative_to(COMPAT_DIR).as_posix() for p in COMPAT_DIR.rglob("*.py")}
-                | {f"data/{p.name}" for p in (COMPAT_DIR / "data").glob("*.json")})
-    assert "gate/core.py" in expected  # subpackages are part of the copy
-    assert set(manifest["files"]) == expected
+    expected = ({p.relative_to(COMPAT_DIR).as_posix() for p in COMPAT_DIR.glob("*.py")} - {"__main__.py"}
+                | {f"data/{name}" for name in v.RUNTIME_DATA} | {"LICENSE", "NOTICE", "py.typed"})
+    assert set(manifest["files"]) == expected  # the runtime: no tooling/, no CLI entry point, no lane data
+    assert not any(rel.startswith("tooling/") for rel in manifest["files"])
     for rel, digest in manifest["files"].items():
         assert hashlib.sha256((vendored / rel).read_bytes()).hexdigest() == digest
         assert (vendored / rel).read_bytes() == (COMPAT_DIR / rel).read_bytes()
@@ -114,17 +114,17 @@ def test_check_clean_then_catches_edit_delete_extra(vendored, capsys):
     assert main(["vendor", "--check", str(vendored)]) == 0
     assert "clean" in capsys.readouterr().out
 
-    with open(vendored / "resolve.py", "a") as fh:
+    with open(vendored / "resolution.py", "a") as fh:
         fh.write("# local patch\n")
     assert main(["vendor", "--check", str(vendored)]) == 1
     text = capsys.readouterr().out
-    assert "modified: resolve.py" in text and "drift" in text
+    assert "modified: resolution.py" in text and "drift" in text
 
     (vendored / "data" / "rules.json").unlink()
     (vendored / "notes.txt").write_text("mine")
     assert main(["vendor", "--check", "--json", str(vendored)]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["modified"] == ["resolve.py"]
+    assert report["modified"] == ["resolution.py"]
     assert report["missing"] == ["data/rules.json"]
     assert report["extra"] == ["notes.txt"]
     assert report["stale_registry"] is None and report["drift"] is True
@@ -222,7 +222,7 @@ def test_nothing_written_outside_dest(tmp_path, vendored):
     before = _snapshot(tmp_path, skip=vendored)
     assert main(["vendor", str(vendored)]) == 0
     assert main(["vendor", "--check", str(vendored)]) == 0
-    (vendored / "resolve.py").write_text("# edited\n")
+    (vendored / "resolution.py").write_text("# edited\n")
     assert main(["vendor", "--check", str(vendored)]) == 1
     assert main(["vendor", str(vendored)]) == 0
     assert _snapshot(tmp_path, skip=vendored) == before
@@ -251,33 +251,33 @@ def test_revendor_removes_modules_dropped_upstream_only(vendored, capsys):
 def test_hard_link_out_of_dest_is_replaced_not_written_through(vendored, tmp_path):
     outside = tmp_path / "precious.py"
     outside.write_text("precious\n")
-    (vendored / "resolve.py").unlink()
-    os.link(outside, vendored / "resolve.py")  # DEST/resolve.py and precious.py are one inode
+    (vendored / "resolution.py").unlink()
+    os.link(outside, vendored / "resolution.py")  # DEST/resolution.py and precious.py are one inode
     assert main(["vendor", str(vendored)]) == 0
     assert outside.read_text() == "precious\n" and outside.stat().st_nlink == 1
-    assert (vendored / "resolve.py").read_bytes() == (COMPAT_DIR / "resolve.py").read_bytes()
+    assert (vendored / "resolution.py").read_bytes() == (COMPAT_DIR / "resolution.py").read_bytes()
 
 
 def test_check_compares_with_the_source_not_the_manifest(vendored, capsys):
-    edited = (vendored / "resolver.py").read_bytes() + b"# local patch\n"
-    (vendored / "resolver.py").write_bytes(edited)
+    edited = (vendored / "fp32_rule.py").read_bytes() + b"# local patch\n"
+    (vendored / "fp32_rule.py").write_bytes(edited)
     manifest = json.loads((vendored / "VENDORED.json").read_text())
-    manifest["files"]["resolver.py"] = hashlib.sha256(edited).hexdigest()  # the edit, covered by a rewritten hash
+    manifest["files"]["fp32_rule.py"] = hashlib.sha256(edited).hexdigest()  # the edit, covered by a rewritten hash
     (vendored / "VENDORED.json").write_text(json.dumps(manifest))
     capsys.readouterr()
     assert main(["vendor", "--check", str(vendored)]) == 1
-    assert "outdated: resolver.py (differs from this package; matches VENDORED.json)" in capsys.readouterr().out
-    assert v.check(vendored)["outdated"] == ["resolver.py"]
+    assert "outdated: fp32_rule.py (differs from this package; matches VENDORED.json)" in capsys.readouterr().out
+    assert v.check(vendored)["outdated"] == ["fp32_rule.py"]
 
 
 def test_check_does_not_open_a_fifo_or_follow_a_symlink_inside_dest(vendored, capsys):
-    (vendored / "resolve.py").unlink()
-    os.mkfifo(vendored / "resolve.py")  # opening it for reading would block forever
+    (vendored / "resolution.py").unlink()
+    os.mkfifo(vendored / "resolution.py")  # opening it for reading would block forever
     (vendored / "version.py").unlink()
     (vendored / "version.py").symlink_to("/dev/zero")  # reading it would never end
     capsys.readouterr()
     assert main(["vendor", "--check", str(vendored)]) == 1
-    assert v.check(vendored)["modified"] == ["resolve.py", "version.py"]
+    assert v.check(vendored)["modified"] == ["resolution.py", "version.py"]
 
 
 def test_check_prints_hostile_file_names_on_one_line_each(vendored, capsys):

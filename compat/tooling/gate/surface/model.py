@@ -1,0 +1,512 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A static model of a candidate's ``megatron`` package, built with ``ast`` (nothing imported or executed).
+
+The model is plain JSON data, so that it can be cached per wheel:
+
+- ``modules``: dotted module name -> ``{"p": is a package, "n": {name: [binding, ...]}, "star": [module, ...],
+  "ga": has a module-level ``__getattr__``, "dep": {name: deprecation note}, "all": [names] or absent}``.
+  Directories without ``__init__.py`` and compiled extensions are modules too (the latter open: ``ga``).
+- ``classes``: qualified name -> ``{"m": module, "b": [base expression, ...], "a": {attr: [binding, ...]},
+  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...]}``.
+
+A binding is a short string (JSON of strings parses several times faster than nested lists, and 26 cached models
+are read on every run): ``c QUALNAME`` class, ``f HOW SIGNATURE`` function (HOW: ``m`` method, ``s`` static,
+``c`` classmethod, ``p`` property, ``f`` plain function), ``m MODULE`` ``import a.b as c``, ``i MODULE NAME``
+``from MODULE import NAME``, ``a DOTTED`` an alias (``mpu = parallel_state``), ``v`` any other value. A name bound
+in several branches (``try/except ImportError``, ``if HAVE_TE:``) keeps every binding (then a list): the union
+is what some environment sees.
+
+A signature is ``VA KW|name:kind:has_default,...`` (``01|self:1:0,x:2:1``) with kind 0 positional-only,
+1 positional-or-keyword, 2 keyword-only; VA/KW say whether ``*args``/``**kwargs`` are accepted. Dataclass fields
+are ``name:has_default:in_init:kw_only,...``.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import PurePosixPath
+
+from ....errors import CandidateError, shown
+from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
+                         parse_source, size_of)
+
+MODEL_FORMAT = 5
+MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
+PACKAGE = "megatron"
+_EXTENSION_SUFFIXES = (".so", ".pyd")
+_DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass"}
+_NOTE_WIDTH = 200
+# "Deprecated property - use ...", ".. deprecated::", "This function is deprecated"; not "warns about deprecated x"
+_DEPRECATED_DOC = re.compile(r"^\W*deprecated\b|\b(is|are|been|now) deprecated\b", re.IGNORECASE)
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """``megatron/core/x/__init__.py`` -> (``megatron.core.x``, True); ``megatron/core/y.py`` -> (..., False)."""
+    parts = list(PurePosixPath(path).parts)
+    last = parts[-1]
+    if last == "__init__.py":
+        return ".".join(parts[:-1]), True
+    stem = last.split(".", 1)[0]  # helpers_cpp.cpython-312-x86_64-linux-gnu.so -> helpers_cpp
+    return ".".join(parts[:-1] + [stem]), False
+
+
+def dotted(node) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id] + parts[::-1])
+    return None
+
+
+def signature(args: ast.arguments) -> str:
+    positional = args.posonlyargs + args.args
+    first_default = len(positional) - len(args.defaults)
+    params = [f"{a.arg}:{0 if i < len(args.posonlyargs) else 1}:{int(i >= first_default)}"
+              for i, a in enumerate(positional)]
+    params += [f"{a.arg}:2:{int(d is not None)}" for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+    return f"{int(args.vararg is not None)}{int(args.kwarg is not None)}|{','.join(params)}"
+
+
+def parse_signature(text: str) -> dict:
+    """``{"p": [[name, kind, has_default], ...], "va": 0/1, "kw": 0/1}`` from the compact form."""
+    flags, _, params = text.partition("|")
+    out = []
+    for item in params.split(",") if params else []:
+        name, kind, default = item.split(":")
+        out.append([name, int(kind), int(default)])
+    return {"p": out, "va": int(flags[0]), "kw": int(flags[1])}
+
+
+def parse_fields(text: str) -> list:
+    """[[name, has_default, in_init, kw_only], ...] from the compact dataclass field list."""
+    out = []
+    for item in text.split(",") if text else []:
+        name, *flags = item.split(":")
+        out.append([name] + [int(x) for x in flags])
+    return out
+
+
+def bindings(value) -> list[str]:
+    """A model entry's bindings as a list (a single binding is stored as a bare string)."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+def _compact(names: dict) -> dict:
+    return {k: v[0] if len(v) == 1 else v for k, v in names.items()}
+
+
+def _const_text(node) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "{…}" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _const_text(node.left), _const_text(node.right)
+        return (left or "") + (right or "") if left is not None or right is not None else None
+    return None
+
+
+def _note(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _NOTE_WIDTH else text[:_NOTE_WIDTH] + "…"
+
+
+def _deprecation(node) -> str | None:
+    """A note when a def/class says it is deprecated: decorator, docstring's first line, or a leading warn/raise."""
+    for deco in getattr(node, "decorator_list", []):
+        name = dotted(deco.func if isinstance(deco, ast.Call) else deco) or ""
+        if "deprecat" in name.lower():
+            return _note(f"@{name}")
+    doc = ast.get_docstring(node, clean=True)
+    if doc and _DEPRECATED_DOC.search(doc.strip().splitlines()[0]):
+        return _note(doc.strip().splitlines()[0])
+    body = node.body[1:] if doc else node.body
+    for stmt in body[:3]:
+        call = stmt.value if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+        if isinstance(stmt, ast.Raise) and isinstance(stmt.exc, ast.Call):
+            call = stmt.exc
+        if call is None:
+            continue
+        texts = [t for t in (_const_text(a) for a in call.args) if t]
+        categories = [dotted(a) or "" for a in list(call.args) + [k.value for k in call.keywords]]
+        warn = (dotted(call.func) or "").split(".")[-1] == "warn"
+        if any("deprecat" in t.lower() for t in texts) or (warn and any("Deprecation" in c for c in categories)):
+            return _note(texts[0] if texts else "warns DeprecationWarning")
+    return None
+
+
+def _module_warns_deprecation(tree: ast.Module) -> str | None:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if (dotted(call.func) or "").split(".")[-1] != "warn":
+                continue
+            texts = [t for t in (_const_text(a) for a in call.args) if t]
+            categories = [dotted(a) or "" for a in list(call.args) + [k.value for k in call.keywords]]
+            if any("Deprecation" in c for c in categories) or any("deprecat" in t.lower() for t in texts):
+                return _note(texts[0] if texts else "module warns DeprecationWarning on import")
+    return None
+
+
+def _is_type_checking(test) -> bool:
+    return (dotted(test) or "").split(".")[-1] == "TYPE_CHECKING"
+
+
+def _absolute(module: str, is_package: bool, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (level - 1)] if level > 1 else base
+    return ".".join(base + ([target] if target else []))
+
+
+class _Scope:
+    """Collects the bindings of one module or class body (not descending into defs)."""
+
+    def __init__(self, model: dict, module: str, is_package: bool, qual: str):
+        self.model, self.module, self.is_package, self.qual = model, module, is_package, qual
+        self.names: dict[str, list] = {}
+        self.dep: dict[str, str] = {}
+        self.star: list[str] = []
+        self.all: list[str] | None = None
+        self.all_open = False  # an __all__ extension we could not read: every public name is exported
+        self.getattr = False
+
+    def bind(self, name: str, binding: str) -> None:
+        known = self.names.setdefault(name, [])
+        if binding not in known:
+            known.append(binding)
+
+    def bind_target(self, target, value=None) -> None:
+        if isinstance(target, ast.Name):
+            alias = dotted(value) if value is not None else None
+            self.bind(target.id, f"a {alias}" if alias and alias != target.id else "v")
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self.bind_target(elt.value if isinstance(elt, ast.Starred) else elt)
+
+    def visit_block(self, body: list, in_class: bool = False) -> None:
+        for stmt in body:
+            self.visit(stmt, in_class)
+
+    def visit(self, stmt, in_class: bool) -> None:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    self.bind(alias.asname, f"m {alias.name}")
+                else:
+                    self.bind(alias.name.split(".")[0], f"m {alias.name.split('.')[0]}")
+        elif isinstance(stmt, ast.ImportFrom):
+            source = _absolute(self.module, self.is_package, stmt.level, stmt.module)
+            for alias in stmt.names:
+                if alias.name == "*":
+                    self.star.append(source)
+                else:
+                    self.bind(alias.asname or alias.name, f"i {source} {alias.name}")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.add_function(stmt, in_class)
+        elif isinstance(stmt, ast.ClassDef):
+            qual = f"{self.qual}.{stmt.name}"
+            _index_class(self.model, self.module, self.is_package, qual, stmt)
+            self.bind(stmt.name, f"c {qual}")
+            note = _deprecation(stmt)
+            if note:
+                self.dep[stmt.name] = note
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.bind_target(target, stmt.value)
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    self.all = _literal_names(stmt.value)
+                    self.all_open = self.all is None
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None or in_class:
+                self.bind_target(stmt.target, stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            if isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__":
+                self.extend_all(_literal_names(stmt.value))
+            self.bind_target(stmt.target)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self.all_call(stmt.value)
+        elif isinstance(stmt, ast.If):
+            if not _is_type_checking(stmt.test):  # TYPE_CHECKING imports are not bound at run time
+                self.visit_block(stmt.body, in_class)
+            self.visit_block(stmt.orelse, in_class)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.visit_block(stmt.body, in_class)
+            for handler in stmt.handlers:
+                self.visit_block(handler.body, in_class)
+            self.visit_block(stmt.orelse, in_class)
+            self.visit_block(stmt.finalbody, in_class)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            if not isinstance(stmt, ast.While):
+                self.bind_target(stmt.target)
+            self.visit_block(stmt.body, in_class)
+            self.visit_block(stmt.orelse, in_class)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self.bind_target(item.optional_vars)
+            self.visit_block(stmt.body, in_class)
+
+    def extend_all(self, names: list[str] | None) -> None:
+        """``__all__ += [...]``; an extension we cannot read leaves ``__all__`` open (every public name), so that
+        a star import never loses a name the candidate exports."""
+        if names is None:
+            self.all, self.all_open = None, True
+        elif not self.all_open:
+            self.all = (self.all or []) + names
+
+    def all_call(self, call: ast.Call) -> None:
+        """``__all__.append("x")`` and ``__all__.extend([...])``."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "__all__"):
+            return
+        if func.attr == "append" and len(call.args) == 1:
+            arg = call.args[0]
+            self.extend_all([arg.value] if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None)
+        elif func.attr == "extend" and len(call.args) == 1:
+            self.extend_all(_literal_names(call.args[0]))
+        elif func.attr in ("insert", "extend", "__iadd__"):
+            self.extend_all(None)
+
+    def add_function(self, node, in_class: bool) -> None:
+        how = "f"
+        decorators = [dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list]
+        if in_class:
+            how = "m"
+            for name in decorators:
+                tail = name.split(".")[-1]
+                if tail == "staticmethod":
+                    how = "s"
+                elif tail == "classmethod":
+                    how = "c"
+                elif tail in ("property", "cached_property") or tail in ("setter", "getter", "deleter"):
+                    how = "p"
+        if any(name.split(".")[-1] == "overload" for name in decorators):
+            return  # the implementation that follows carries the real signature
+        if node.name == "__getattr__":
+            self.getattr = True
+        self.bind(node.name, f"f {how} {signature(node.args)}")
+        note = _deprecation(node)
+        if note:
+            self.dep[node.name] = note
+
+
+def _literal_names(node) -> list[str] | None:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return None
+
+
+def _dataclass_options(node: ast.ClassDef) -> dict | None:
+    for deco in node.decorator_list:
+        call = deco if isinstance(deco, ast.Call) else None
+        if (dotted(call.func if call else deco) or "") in _DATACLASS_DECORATORS:
+            options = {k.arg: k.value for k in (call.keywords if call else [])}
+            init = options.get("init")
+            kw_only = options.get("kw_only")
+            return {"init": not (isinstance(init, ast.Constant) and init.value is False),
+                    "kw_only": isinstance(kw_only, ast.Constant) and kw_only.value is True}
+    return None
+
+
+def _field_call(value) -> dict:
+    """What ``field(...)`` says: has a default, takes part in __init__, keyword-only."""
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] == "field":
+        kw = {k.arg: k.value for k in value.keywords}
+        init = kw.get("init")
+        kw_only = kw.get("kw_only")
+        return {"default": "default" in kw or "default_factory" in kw,
+                "init": not (isinstance(init, ast.Constant) and init.value is False),
+                "kw_only": isinstance(kw_only, ast.Constant) and kw_only.value is True}
+    return {"default": value is not None, "init": True, "kw_only": None}
+
+
+def _dataclass_fields(node: ast.ClassDef, class_kw_only: bool) -> str:
+    """``name:has_default:in_init:kw_only,...`` in declaration order."""
+    fields, kw_only = [], class_kw_only
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        annotation = ast.unparse(stmt.annotation)
+        if annotation.split("[")[0].split(".")[-1] == "ClassVar":
+            continue
+        if annotation.split(".")[-1] == "KW_ONLY":
+            kw_only = True
+            continue
+        info = _field_call(stmt.value)
+        fields.append(f"{stmt.target.id}:{int(info['default'])}:{int(info['init'])}:"
+                      f"{int(kw_only if info['kw_only'] is None else info['kw_only'])}")
+    return ",".join(fields)
+
+
+def statements(body: list, *, into_defs: bool = False):
+    """Every statement in a body, descending into compound statements, and into nested defs and classes only with
+    ``into_defs`` (expressions are not walked: this runs per file)."""
+    for stmt in body:
+        yield stmt
+        if not into_defs and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for attr in ("body", "orelse", "finalbody"):
+            yield from statements(getattr(stmt, attr, None) or [], into_defs=into_defs)
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from statements(handler.body, into_defs=into_defs)
+        for case in getattr(stmt, "cases", None) or []:
+            yield from statements(case.body, into_defs=into_defs)
+
+
+def _instance_attributes(node: ast.ClassDef) -> set[str]:
+    """``self.x = ...`` in the class's methods (statement level: no need to walk every expression)."""
+    names = set()
+    for item in node.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
+            continue
+        self_name = item.args.args[0].arg
+        for sub in statements(item.body):
+            targets = sub.targets if isinstance(sub, ast.Assign) else (
+                [sub.target] if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else [])
+            for t in targets:
+                for elt in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                    if isinstance(elt, ast.Attribute) and isinstance(elt.value, ast.Name) \
+                            and elt.value.id == self_name:
+                        names.add(elt.attr)
+    return names
+
+
+def _index_class(model: dict, module: str, is_package: bool, qual: str, node: ast.ClassDef) -> None:
+    scope = _Scope(model, module, is_package, qual)
+    scope.visit_block(node.body, in_class=True)
+    for name in _instance_attributes(node):
+        scope.bind(name, "v")
+    entry = {"m": module, "b": [b for b in (dotted(base) for base in node.bases) if b], "a": _compact(scope.names)}
+    if len([b for b in node.bases if dotted(b) is None]):
+        entry["b"].append("?")  # a base we cannot name (a call, a subscript): the class stays open
+    options = _dataclass_options(node)
+    if options is not None:
+        entry["dc"] = {"init": int(options["init"]), "f": _dataclass_fields(node, options["kw_only"])}
+    if scope.dep:
+        entry["dep"] = scope.dep
+    if scope.getattr:
+        entry["ga"] = 1
+    previous = model["classes"].get(qual)
+    model["classes"][qual] = _merge_class(previous, entry) if previous else entry
+
+
+def _merge_class(old: dict, new: dict) -> dict:
+    """A class defined in two branches (``if HAVE_TE: class X ... else: class X ...``): the union."""
+    merged = dict(new)
+    merged["b"] = old["b"] + [b for b in new["b"] if b not in old["b"]]
+    attrs = {k: bindings(v) for k, v in old["a"].items()}
+    for name, value in new["a"].items():
+        known = attrs.setdefault(name, [])
+        known.extend(b for b in bindings(value) if b not in known)
+    merged["a"] = _compact(attrs)
+    for key in ("ga",):
+        if old.get(key):
+            merged[key] = 1
+    merged["dep"] = {**old.get("dep", {}), **new.get("dep", {})}
+    if not merged["dep"]:
+        merged.pop("dep")
+    return merged
+
+
+def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | None = None) -> None:
+    """Add one ``.py`` file (path relative to the package root) to the model. A file over the per-file parse caps
+    of ``compat.tooling.pysource`` or not valid Python is listed as unparsed (its names accepted); the whole candidate
+    passing ``budget`` raises ``SourceTooLargeError``."""
+    module, is_package = module_name(path)
+    entry = model["modules"].setdefault(module, {"p": int(is_package), "n": {}})
+    entry["p"] = int(entry["p"] or is_package)
+    try:
+        tree = parse_source(source, path, budget)
+    except (SourceTooLargeError, SourceUnparsableError) as exc:
+        if isinstance(exc, SourceTooLargeError) and _within_file_caps(source):
+            raise  # the candidate as a whole is over its budget, not this file over its caps
+        model["unparsed"].append(path)
+        entry["ga"] = 1  # unreadable: accept anything rather than report false removals
+        return
+    scope = _Scope(model, module, is_package, module)
+    try:
+        scope.visit_block(tree.body)
+    except RecursionError:  # a pathologically nested file: accept its names rather than fail the gate
+        model["unparsed"].append(path)
+        entry["ga"] = 1
+        return
+    entry["n"] = _compact(scope.names)
+    if scope.star:
+        entry["star"] = scope.star
+    if scope.all is not None:
+        entry["all"] = scope.all
+    if scope.getattr:
+        entry["ga"] = 1
+    note = _module_warns_deprecation(tree)
+    if note:
+        entry["mdep"] = note
+    if scope.dep:
+        entry["dep"] = scope.dep
+
+
+def _within_file_caps(source: bytes) -> bool:
+    return len(source) <= MAX_FILE_BYTES and size_of(source, MAX_FILE_TOKENS) <= MAX_FILE_TOKENS
+
+
+def build_model(source, *, sha256: str | None = None, version: str | None = None,
+                budget: SourceBudget | None = None) -> dict:
+    """The model of ``source`` (a ``compat.tooling.archive.Source``): every module under ``megatron/``, its files parsed
+    within ``budget`` (default: the caps of ``compat.tooling.pysource``)."""
+    model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label, "kind": source.kind,
+             "modules": {}, "classes": {}, "unparsed": []}
+    root = source.package_root(PACKAGE)
+    if root is None:
+        return model
+    # names(), not python_files(): that one doubles the package prefix for source trees
+    files = sorted(n[len(root):] for n in source.names()
+                   if n.startswith(root + PACKAGE + "/") and n.endswith((".py",) + _EXTENSION_SUFFIXES))
+    for rel in files:
+        if rel.count("/") > MAX_PATH_DEPTH:
+            raise CandidateError(f"{shown(source.label)}: a member {rel.count('/')} directories deep under megatron/ "
+                                 f"({shown(rel, 80)}), over the {MAX_PATH_DEPTH} the surface model reads")
+    budget = budget or SourceBudget()
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        package = parts[0]
+        for part in parts[1:-1]:  # every directory on the way is importable (namespace packages)
+            model["modules"].setdefault(package, {"p": 1, "n": {}})
+            package = f"{package}.{part}"
+        model["modules"].setdefault(package, {"p": 1, "n": {}})
+        if rel.endswith(".py"):
+            index_module(model, rel, source.read(root + rel), budget)
+        elif rel.endswith(_EXTENSION_SUFFIXES):
+            module, _ = module_name(rel)
+            model["modules"].setdefault(module, {"p": 0, "n": {}})["ga"] = 1
+    if source.kind == "tree":
+        _unbuilt_extensions(model, [n[len(root):] for n in source.names() if n.startswith(root + PACKAGE + "/")],
+                            lambda rel: source.read(root + rel))
+    model["packages"] = sorted({m.split(".")[1] for m in model["modules"] if m.count(".") >= 1})
+    return model
+
+
+_NATIVE_SOURCES = (".cpp", ".cc", ".cu", ".c")
+_LIBNAME = re.compile(rb"^\s*LIBNAME\s*:?=\s*(\w+)", re.M)
+
+
+def _unbuilt_extensions(model: dict, names: list, read) -> None:
+    """A checkout has the C++ sources, not the compiled module (``datasets/helpers.cpp`` builds ``helpers_cpp``):
+    the names a build would produce (the Makefile's LIBNAME, ``stem``, ``stem_cpp``) are accepted, unchecked."""
+    for rel in names:
+        if not rel.endswith(_NATIVE_SOURCES + ("/Makefile",)):
+            continue
+        directory, _, filename = rel.rpartition("/")
+        package = directory.replace("/", ".")
+        if package not in model["modules"]:
+            continue
+        if filename == "Makefile":
+            built = [m.decode() for m in _LIBNAME.findall(read(rel)[:65536])]
+        else:
+            stem = filename.rsplit(".", 1)[0]
+            built = [stem, f"{stem}_cpp"]
+        for name in built:
+            model["modules"].setdefault(f"{package}.{name}", {"p": 0, "n": {}, "ga": 1})

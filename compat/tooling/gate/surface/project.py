@@ -1,0 +1,835 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every use of megatron in a project's Python, with the guards around it. Files are read, never imported.
+
+A use is an import (module or name), an attribute chain off an imported name or module alias
+(``mpu.get_x``, ``tp.gather``), a call of an imported callable or class (keywords, positional count,
+``super().__init__`` of a megatron base, ``functools.partial``), or a ``getattr``/``hasattr`` probe. Names follow
+Python's scoping: imports inside functions, parameters and local assignments that shadow an import.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...archive import read_file
+from ....errors import CandidateError, CompatError
+from . import guards as g
+from .model import dotted, signature, statements
+
+MAX_FILES = 20_000  # .py files looked at
+MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
+MAX_TOTAL_BYTES = 512 << 20
+SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox", ".venv", "venv", ".eggs",
+             "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
+
+
+SELF_ATTRIBUTE = "self attribute"  # ``self.X`` that only a megatron base class can have set
+SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
+
+
+class ProjectError(CompatError):
+    """The project directory cannot be read (exit 3)."""
+
+
+@dataclass(frozen=True)
+class Use:
+    path: str
+    line: int
+    name: str  # dotted megatron name
+    how: str  # module | import | attribute | call | probe
+    guards: tuple = ()
+    alternatives: tuple = ()  # other megatron names the same binding may denote (try/except imports)
+    keywords: tuple = ()
+    keyword_lines: tuple = ()  # the line of each keyword (a call may span many lines)
+    positional: int | None = None  # None: a *args splat, or not a call
+    splat: bool = False  # a **kwargs splat
+    via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
+    sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
+
+
+@dataclass
+class ProjectScan:
+    root: str
+    uses: list = field(default_factory=list)
+    files: int = 0  # python files read
+    megatron_files: int = 0  # files with at least one use
+    skipped: list = field(default_factory=list)  # (path, why)
+    own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
+    sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
+
+
+def _is_megatron(name: str | None) -> bool:
+    return bool(name) and (name == "megatron" or name.startswith("megatron."))
+
+
+class _FileScanner:
+    def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True,
+                 exports: dict | None = None, walrus: bool = True):
+        self.path, self.own = path, own
+        self.walrus = walrus  # the source has ``:=`` (else no expression needs walking for bindings)
+        self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
+        self.module, self.is_package = project_module(path)
+        every = list(statements(tree.body, into_defs=True))
+        self.flags = g.version_flags(tree, every) if versionish else set()
+        self.import_flags = g.import_flags(tree, every)
+        self.forwarders = {n.name for n in every
+                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
+        self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
+        self.stars: list[str] = []  # ``from megatron.x import *`` modules
+        self.foreign_star = False  # a star import from anywhere else: a free name may come from there
+        self.class_scope: list[bool] = []
+        self.instance: list = []  # per class: (its megatron base, the attributes it sets) or None
+        self.self_names: list = []  # per function: the name of ``self`` when it is a method of such a class
+        self.scopes: list[dict] = []
+        self.bound: list[set] = []  # per scope: local names bound to megatron, visible ones included
+        self.guards: list[tuple] = []
+        self.sig_probed: list[set] = [set()]
+        self.bases: list[tuple | None] = []
+        self.class_names: list[str] = []
+        self.uses: list[Use] = []
+        self.sets: set[str] = set()
+        self.enter(self._bindings(tree.body, ()))
+        self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
+        self.block(tree.body)
+
+    def enter(self, scope: dict, is_class: bool = False) -> None:
+        """A new scope; a function's body does not see the class bodies around it (Python's rule)."""
+        outer = next((b for b, c in zip(reversed(self.bound), reversed(self.class_scope)) if not c), set())
+        if is_class and self.bound:
+            outer = self.bound[-1]
+        self.scopes.append(scope)
+        self.class_scope.append(is_class)
+        self.bound.append((outer - set(scope)) | {n for n, v in scope.items() if v})
+
+    def leave(self) -> None:
+        self.scopes.pop()
+        self.class_scope.pop()
+        self.bound.pop()
+
+    # ---- names ---------------------------------------------------------------------------------------------
+    def visible(self):
+        """The scopes a name is looked up in, innermost first: class bodies only when they are innermost."""
+        for index in range(len(self.scopes) - 1, -1, -1):
+            if not self.class_scope[index] or index == len(self.scopes) - 1:
+                yield self.scopes[index]
+
+    def lookup(self, name: str):
+        for scope in self.visible():
+            if name in scope:
+                return scope[name]
+        return None
+
+    def paths(self, expr) -> tuple | None:
+        chain = dotted(expr)
+        if not chain:
+            return None
+        root, _, rest = chain.partition(".")
+        bound = self.lookup(root) or self.from_star(root)
+        if not bound:
+            return None
+        return tuple(p + ("." + rest if rest else "") for p in bound)
+
+    def from_star(self, name: str) -> tuple | None:
+        """A name bound nowhere in the file, not a builtin, with only megatron star imports: it comes from them."""
+        if not self.stars or self.foreign_star or name in self.file_names or hasattr(builtins, name) or \
+                any(name in scope for scope in self.visible()):
+            return None
+        return tuple(f"{m}.{name}" for m in self.stars)
+
+    def _bindings(self, body: list, params) -> dict:
+        """Names bound in one function, class body or the module: megatron paths, or None where a local shadows
+        them. A statement directly in the body (not under ``if``/``try``) rebinds: ``mpu = Other()`` after
+        ``from megatron.core import mpu`` shadows the import, as does a rebinding after ``del mpu``; branches
+        bind the union (``try: from megatron... import X / except ImportError: X = None``)."""
+        scope: dict = {p: None for p in params}
+        declared_global: set = set()
+        deleted: set = set()
+
+        def bind(name, value, top=False):
+            if top or name in deleted:
+                scope[name] = value or None
+                deleted.discard(name)
+            elif value:
+                scope[name] = tuple(dict.fromkeys((scope.get(name) or ()) + value))
+            elif name not in scope:
+                scope[name] = None
+
+        def target(t, value=None, top=False):
+            if isinstance(t, ast.Name) and t.id not in declared_global:
+                bound = None
+                chain = dotted(value) if value is not None else None
+                if chain:
+                    root, _, rest = chain.partition(".")
+                    base = scope.get(root) if root in scope else self.lookup(root)
+                    bound = tuple(p + ("." + rest if rest else "") for p in base) if base else None
+                bind(t.id, bound, top and not _is_none(value))
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                for e in t.elts:
+                    target(e.value if isinstance(e, ast.Starred) else e, top=top)
+
+        def expressions(s, top):
+            """Walrus targets in a statement's own expressions (not in nested defs or lambdas); the test of an
+            ``if`` directly in the body always runs, so its walrus rebinds."""
+            stack = [v for f, v in ast.iter_fields(s) if f not in _BLOCKS]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, list):
+                    stack.extend(node)
+                elif isinstance(node, ast.NamedExpr):
+                    target(node.target, node.value, top)
+                    stack.append(node.value)
+                elif isinstance(node, ast.AST) and not isinstance(node, (ast.Lambda, ast.stmt)):
+                    stack.extend(v for _f, v in ast.iter_fields(node))
+
+        def walk(stmts, top):
+            for s in stmts:
+                if self.walrus and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    expressions(s, top)
+                if isinstance(s, ast.Global):
+                    declared_global.update(s.names)
+                elif isinstance(s, ast.Delete):
+                    deleted.update(t.id for t in s.targets if isinstance(t, ast.Name))
+                elif isinstance(s, ast.Import):
+                    for a in s.names:
+                        if a.asname:
+                            bind(a.asname, (a.name,) if _is_megatron(a.name) else None, top)
+                        else:
+                            head = a.name.split(".")[0]
+                            bind(head, (head,) if head == "megatron" else None, top)
+                elif isinstance(s, ast.ImportFrom):
+                    exported = self.exports.get(self.absolute(s)) or {}
+                    megatron = s.level == 0 and _is_megatron(s.module)
+                    for a in s.names:
+                        if a.name != "*":
+                            bind(a.asname or a.name, (f"{s.module}.{a.name}",) if megatron else exported.get(a.name),
+                                 top)
+                        elif megatron:
+                            self.stars.append(s.module)
+                        else:
+                            self.foreign_star = True
+                elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bind(s.name, None, top)
+                elif isinstance(s, ast.Assign):
+                    for t in s.targets:
+                        target(t, s.value, top)
+                elif isinstance(s, (ast.AnnAssign, ast.AugAssign)):
+                    value = getattr(s, "value", None) if isinstance(s, ast.AnnAssign) else None
+                    target(s.target, value, top and value is not None)
+                elif isinstance(s, (ast.For, ast.AsyncFor)):
+                    target(s.target, top=top)
+                elif isinstance(s, (ast.With, ast.AsyncWith)):
+                    for item in s.items:
+                        if item.optional_vars is not None:
+                            target(item.optional_vars, top=top)
+                for child in ("body", "orelse", "finalbody"):
+                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
+                for handler in getattr(s, "handlers", []) or []:
+                    if handler.name:
+                        bind(handler.name, None)
+                    walk(handler.body, False)
+                for case in getattr(s, "cases", []) or []:
+                    for node in ast.walk(case.pattern):
+                        for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                            if isinstance(name, str):
+                                bind(name, None, True)  # a capture: what the case body sees
+                    walk(case.body, False)
+        walk(body, True)
+        return scope
+
+    def absolute(self, s: ast.ImportFrom) -> str:
+        """The module a ``from X import`` reads, relative imports resolved against this file's module."""
+        if not s.level:
+            return s.module or ""
+        base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
+        base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
+        return ".".join(base + ([s.module] if s.module else []))
+
+    def module_exports(self) -> dict:
+        """The megatron names this file binds at module level (what ``from this_module import x`` gets)."""
+        return {name: paths for name, paths in self.scopes[0].items() if paths}
+
+    # ---- recording -----------------------------------------------------------------------------------------
+    def record(self, node, paths, how: str, **extra) -> None:
+        paths = tuple(p for p in paths if not any(p == o or p.startswith(o + ".") for o in self.own))
+        if not paths:
+            return
+        guards = tuple(self.guards)
+        if how == "call" and paths[0] in self.sig_probed[-1]:
+            guards += ((g.SIGNATURE, node.lineno, None, None),)
+        self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))
+
+    def push(self, kind, line, detail=None, note: str | None = None) -> None:
+        self.guards.append((kind, line, frozenset(detail) if detail is not None else None, note))
+
+    # ---- statements ----------------------------------------------------------------------------------------
+    def block(self, body: list) -> None:
+        pushed = 0
+        for stmt in body:
+            self.stmt(stmt)
+            if isinstance(stmt, ast.If) and g.exits(stmt.body):
+                _then, rest = self.branch_guards(stmt.test)  # ``if not has_x: return`` guards the rest
+                if rest and rest[0] not in (g.TYPE_CHECKING, g.DEAD):
+                    self.push(rest[0], stmt.lineno, rest[1])
+                    pushed += 1
+        del self.guards[len(self.guards) - pushed:]
+
+    def branch_guards(self, test) -> tuple:
+        """(guard of the body, guard of the else branch) of ``if test:``; either may be None.
+
+        A ``hasattr``/``getattr`` probe on a megatron object protects the branch that runs when the attribute is
+        there for that name, and makes the other branch a fallback that runs only where it is missing. A flag set
+        by a try/except ImportError does the same for the imports of that try, and guards nothing else."""
+        flagged = self.flag_branches(test)
+        if flagged is not None:
+            return flagged
+        guard = self.test_kind(test)
+        if not guard:
+            return None, None
+        if guard[0] in (g.TYPE_CHECKING, g.DEAD):
+            return guard, None  # the else of TYPE_CHECKING runs
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        probed = self.probed_paths(test.operand if negated else test) if guard[0] == g.PROBE else ()
+        if not probed:
+            return guard, guard
+        fallback, taken = (g.PROBE_ELSE, probed), (g.PROBE_TAKEN, probed)
+        return (fallback, taken) if negated else (taken, fallback)
+
+    def flag_branches(self, test) -> tuple | None:
+        """``if HAVE_X:`` / ``if not use_old:`` / ``if HAVE_X and ...:`` on an import flag (see guards.import_flags)."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        inner = test.operand if negated else test
+        conjunct = not negated and isinstance(inner, ast.BoolOp) and isinstance(inner.op, ast.And)
+        names = [v for v in inner.values if isinstance(v, ast.Name)] if conjunct else [inner]
+        flag = next((self.import_flags[n.id] for n in names if isinstance(n, ast.Name) and n.id in self.import_flags
+                     and self.lookup(n.id) is None), None)
+        if flag is None:
+            return None
+        if not flag.imports:
+            return None, None  # about another package: it guards no megatron use
+        ok = (g.FLAG, flag.imports)
+        fails = None if flag.other else (g.FALLBACK, flag.imports)  # other imports may fail alone: undecidable
+        when_true, when_false = (ok, fails) if flag.true_when_ok else (fails, ok)
+        if conjunct:
+            return when_true, None
+        return (when_false, when_true) if negated else (when_true, when_false)
+
+    def probed_paths(self, test) -> tuple:
+        """``hasattr(mpu, "x")`` / ``getattr(mpu, "x", None)`` as the whole test, or ``y == getattr(E, "x", None)``:
+        the megatron names it asks about (the branch runs only where they exist)."""
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.In)):
+            for side in (test.left, test.comparators[0]):
+                if isinstance(side, ast.Call) and (dotted(side.func) or "") == "getattr" and len(side.args) == 3 \
+                        and isinstance(side.args[2], ast.Constant) and side.args[2].value is None:
+                    return self.probed_paths(side)
+            return ()
+        if not (isinstance(test, ast.Call) and (dotted(test.func) or "").split(".")[-1] in ("hasattr", "getattr")
+                and len(test.args) >= 2 and isinstance(test.args[1], ast.Constant)
+                and isinstance(test.args[1].value, str)):
+            return ()
+        owner = self.paths(test.args[0])
+        return tuple(f"{p}.{test.args[1].value}" for p in owner or ())
+
+    def test_kind(self, test) -> tuple | None:
+        guard = g.test_guard(test, self.flags, self.bound[-1])
+        if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
+            local = next(iter(guard[1]))
+            return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
+        return guard
+
+    def stmt(self, s) -> None:
+        if isinstance(s, ast.Import):
+            for a in s.names:
+                if _is_megatron(a.name):
+                    self.record(s, (a.name,), "module")
+        elif isinstance(s, ast.ImportFrom):
+            if s.level == 0 and _is_megatron(s.module):
+                self.record(s, (s.module,), "module")
+                for a in s.names:
+                    if a.name != "*":
+                        self.record(s, (f"{s.module}.{a.name}",), "import")
+        elif isinstance(s, ast.Try) or type(s).__name__ == "TryStar":
+            off = g.disabled_by(s.handlers)
+            self.push(g.TRY, s.lineno, g.try_catches(s.handlers),
+                      f"the fallback sets {', '.join(off)}: that feature is off where this fails" if off else None)
+            first = len(self.uses)
+            self.block(s.body)
+            self.guards.pop()
+            imported = {u.name for u in self.uses[first:] if u.how in ("module", "import")}
+            for handler in s.handlers:
+                if handler.type is not None:
+                    self.expr(handler.type)
+                fallback = imported and ({"*", "ImportError", "ModuleNotFoundError"} & g.handler_names(handler))
+                if fallback:  # runs only where one of the imports above fails on the candidate
+                    self.push(g.FALLBACK, s.lineno, imported)
+                self.block(handler.body)
+                if fallback:
+                    self.guards.pop()
+            self.block(s.orelse)
+            self.block(s.finalbody)
+        elif isinstance(s, (ast.If, ast.While)):
+            self.expr(s.test)
+            then, other = self.branch_guards(s.test)
+            for guard, body in ((then, s.body), (other, s.orelse)):
+                if guard:
+                    self.push(guard[0], s.lineno, guard[1])
+                self.block(body)
+                if guard:
+                    self.guards.pop()
+        elif isinstance(s, ast.Assign):
+            self.expr(s.value)
+            self.forwarding = self.forwards(s.value)
+            for t in s.targets:
+                self.expr(t)
+            self.forwarding = False
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            pushed = 0
+            for item in s.items:
+                self.expr(item.context_expr)
+                if item.optional_vars is not None:
+                    self.expr(item.optional_vars)
+                caught = g.suppress_catches(item)
+                if caught:
+                    self.push(g.TRY, s.lineno, caught)
+                    pushed += 1
+            self.block(s.body)
+            del self.guards[len(self.guards) - pushed:]
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in s.decorator_list + s.args.defaults + [d for d in s.args.kw_defaults if d is not None]:
+                self.expr(node)
+            self.function(s, s.body)
+        elif isinstance(s, ast.ClassDef):
+            for node in s.decorator_list + s.bases + [k.value for k in s.keywords]:
+                self.expr(node)
+            bases = [self.paths(b) for b in s.bases]
+            self.bases.append(next((b for b in bases if b), None))
+            self.class_names.append(s.name)
+            if self.bases[-1]:
+                self.overrides(s, self.bases[-1])
+            only_megatron = bool(s.bases) and all(bases)  # a project mixin may set anything on self
+            self.instance.append((self.bases[-1][0], _own_attributes(s)) if only_megatron else None)
+            self.enter(self._bindings(s.body, ()), is_class=True)
+            self.block(s.body)
+            self.leave()
+            self.instance.pop()
+            self.class_names.pop()
+            self.bases.pop()
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            self.expr(s.target)
+            self.expr(s.iter)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif hasattr(ast, "Match") and isinstance(s, ast.Match):
+            self.expr(s.subject)
+            for case in s.cases:
+                self.block(case.body)
+        else:
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.stmt):
+                    self.stmt(child)
+                else:
+                    self.expr(child)
+
+    def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
+        """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
+                    not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
+                            for d in item.decorator_list):
+                self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
+                                     alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
+                                     sig=signature(item.args)))
+
+    def inherited(self, e: ast.Attribute) -> str | None:
+        """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
+        the megatron base sets on ``self`` (``megatron...SelfAttention.model_comm_pgs``)."""
+        context = self.self_names[-1] if self.self_names else None
+        if context is None or not isinstance(e.ctx, ast.Load) or not isinstance(e.value, ast.Name) \
+                or e.value.id != context[0] or self.lookup(context[0]) is not None:
+            return None
+        base, own = context[1]
+        return None if e.attr in own or "*" in own or e.attr.startswith("__") else f"{base}.{e.attr}"
+
+    def forwards(self, value) -> bool:
+        """A wrapper that takes only ``*args, **kwargs`` (and so forwards everything to what it wraps)."""
+        if isinstance(value, ast.Lambda):
+            return _only_splats(value.args)
+        return isinstance(value, ast.Name) and value.id in self.forwarders and self.lookup(value.id) is None
+
+    def function(self, node, body) -> None:
+        args = node.args
+        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        saved = self.guards
+        self.guards = [x for x in saved if x[0] != g.TRY]  # the body runs later, outside any enclosing try
+        method = isinstance(body, list) and self.class_scope and self.class_scope[-1] and args.args
+        self.self_names.append((args.args[0].arg, self.instance[-1]) if method and self.instance[-1] else None)
+        self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
+        self.sig_probed.append(set())
+        if isinstance(body, list):
+            self.block(body)
+        else:
+            self.expr(body)
+        self.sig_probed.pop()
+        self.leave()
+        self.self_names.pop()
+        self.guards = saved
+
+    # ---- expressions ---------------------------------------------------------------------------------------
+    def expr(self, e) -> None:
+        if e is None:
+            return
+        if isinstance(e, ast.Attribute):
+            inherited = self.inherited(e)
+            if inherited:
+                self.record(e, (inherited,), "attribute", via=SELF_ATTRIBUTE)
+            paths = self.paths(e)
+            if paths:
+                if isinstance(e.ctx, (ast.Store, ast.Del)):
+                    if not self.forwarding:  # a forwarding wrapper still calls the original: keep checking it
+                        self.sets.update(paths)
+                    parent = self.paths(e.value)
+                    if parent and isinstance(e.value, ast.Attribute):
+                        self.record(e, parent, "attribute")
+                else:
+                    self.record(e, paths, "attribute")
+                return
+            self.expr(e.value)
+        elif isinstance(e, ast.Call):
+            self.call(e)
+        elif isinstance(e, ast.BoolOp):
+            pushed = 0
+            for value in e.values:
+                self.expr(value)
+                then, other = self.branch_guards(value)
+                guard = other if isinstance(e.op, ast.Or) else then  # ``a or b``: b runs where a is false
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
+                    pushed += 1
+            del self.guards[len(self.guards) - pushed:]
+        elif isinstance(e, ast.IfExp):
+            self.expr(e.test)
+            then, other = self.branch_guards(e.test)
+            for guard, part in ((then, e.body), (other, e.orelse)):
+                if guard:
+                    self.push(guard[0], e.lineno, guard[1])
+                self.expr(part)
+                if guard:
+                    self.guards.pop()
+        elif isinstance(e, ast.Lambda):
+            for d in e.args.defaults:
+                self.expr(d)
+            self.function(e, e.body)
+        elif isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            self.comprehension(e)
+        elif isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
+            star = self.from_star(e.id)
+            if star:
+                self.record(e, star, "attribute")
+        else:
+            for child in ast.iter_child_nodes(e):
+                self.expr(child)
+
+    def comprehension(self, e) -> None:
+        """The first iterable runs outside; the targets are local to the comprehension."""
+        self.expr(e.generators[0].iter)
+        names = {n.id for gen in e.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        self.enter(dict.fromkeys(names))
+        for index, gen in enumerate(e.generators):
+            if index:
+                self.expr(gen.iter)
+            for cond in gen.ifs:
+                self.expr(cond)
+        for part in (e.key, e.value) if isinstance(e, ast.DictComp) else (e.elt,):
+            self.expr(part)
+        self.leave()
+
+    def call(self, e: ast.Call) -> None:
+        name = dotted(e.func) or ""
+        tail = name.split(".")[-1]
+        args = e.args
+        if tail in ("getattr", "hasattr") and len(args) >= 2 and isinstance(args[1], ast.Constant) \
+                and isinstance(args[1].value, str):
+            owner = self.paths(args[0])
+            if owner:
+                default = tail == "getattr" and (len(args) > 2 or any(k.arg == "default" for k in e.keywords))
+                probed = tuple(f"{p}.{args[1].value}" for p in owner)
+                if tail == "hasattr" or default:
+                    self.push(g.PROBE, e.lineno, {args[1].value})
+                self.record(e, probed, "probe", via=tail + (" with default" if default else ""))
+                if tail == "hasattr" or default:
+                    self.guards.pop()
+        elif tail == "signature" and args:
+            probed = self.paths(args[0])
+            for p in probed or ():
+                self.sig_probed[-1].add(p[: -len(".__init__")] if p.endswith(".__init__") else p)
+        elif tail in ("import_module", "__import__") and args and isinstance(args[0], ast.Constant) \
+                and _is_megatron(str(args[0].value)):
+            self.record(e, (str(args[0].value),), "module",
+                        via="importlib.import_module" if tail == "import_module" else "__import__")
+        elif tail == "partial" and args:
+            target = self.paths(args[0])
+            if target:
+                self.record(e, target, "call", keywords=tuple(k.arg for k in e.keywords if k.arg),
+                            splat=True, via="functools.partial")
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "__init__" and isinstance(e.func.value, ast.Call) \
+                and dotted(e.func.value.func) == "super" and self.bases:
+            self._super_init(e, e.func.value.args)
+        target = self.paths(e.func)
+        if target:
+            self._record_call(e, target)
+        else:
+            self.expr(e.func)
+        for a in args:
+            self.expr(a)
+        for k in e.keywords:
+            self.expr(k.value)
+
+    def _super_init(self, e: ast.Call, super_args: list) -> None:
+        """``super().__init__`` calls the first base; ``super(Base, self).__init__`` the class after Base in the MRO,
+        which only the candidate knows (check.py resolves ``via="super(Base)"``)."""
+        first = dotted(super_args[0]) if super_args else None
+        if first is None or (self.class_names and first == self.class_names[-1]):
+            if self.bases[-1]:
+                self._record_call(e, self.bases[-1], via="super().__init__")
+            return
+        named = self.paths(super_args[0])
+        if named:
+            self._record_call(e, named, via=SUPER_AFTER)
+
+    def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
+        starred = any(isinstance(a, ast.Starred) for a in e.args)
+        named = [k for k in e.keywords if k.arg]
+        self.record(e, target, "call", keywords=tuple(k.arg for k in named),
+                    keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
+                    positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
+                    via=via)
+
+
+def _bound_anywhere(tree: ast.Module) -> set[str]:
+    """Every name the file binds in any scope (stores, defs, classes, parameters, imports, captures)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        for attr in ("name", "rest"):
+            value = getattr(node, attr, None) if type(node).__name__.startswith("Match") else None
+            if isinstance(value, str):
+                names.add(value)
+    return names
+
+
+_BLOCKS = {"body", "orelse", "finalbody", "handlers", "cases"}
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _own_attributes(node: ast.ClassDef) -> set[str]:
+    """Everything a class sets or defines itself: class-body names, methods, ``self.X =`` and ``setattr`` anywhere
+    in it (a ``setattr`` with a computed name: everything, so nothing is checked)."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and not isinstance(sub.ctx, ast.Load):
+            names.add(sub.attr)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            names.add(sub.name)
+        elif isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Call) and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
+                                                                                        "register_parameter",
+                                                                                        "add_module"):
+            first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
+                sub.args[0] if sub.args else None)
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+            else:
+                names.add("*")
+    return {"*"} | names if "*" in names else names
+
+
+def _only_splats(args: ast.arguments) -> bool:
+    return bool(args.vararg or args.kwarg) and not (args.posonlyargs or args.args or args.kwonlyargs)
+
+
+def project_module(path: str) -> tuple[str, bool]:
+    """``pkg/helper.py`` -> ("pkg.helper", False); ``src/pkg/__init__.py`` -> ("pkg", True)."""
+    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    return ".".join(parts), is_package
+
+
+def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None) -> _FileScanner:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text, filename=path)
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
+                        walrus=":=" in text)
+
+
+def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None
+                ) -> tuple[list, set]:
+    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
+    scanner = _scan(text, path, own, exports)
+    return scanner.uses, scanner.sets
+
+
+def _python_files(root: Path):
+    """(relative posix path, absolute path) of every .py file, not following symlinks, skipping VCS and venvs."""
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                             and not (here / d).is_symlink() and not (here / d / "pyvenv.cfg").exists())
+        for name in sorted(filenames):
+            if not name.endswith(".py"):
+                continue
+            path = here / name
+            if path.is_symlink():
+                continue
+            count += 1
+            if count > MAX_FILES:
+                raise ProjectError(f"the project holds over {MAX_FILES} Python files; point --project at its "
+                                   "package directory")
+            yield path.relative_to(root).as_posix(), path
+
+
+def own_packages(relpaths) -> tuple:
+    """``megatron.X`` packages the project provides itself (Megatron-Bridge's ``src/megatron/bridge``), except core.
+
+    A ``megatron`` directory counts only where it is a top-level package: its parent is not a package itself
+    (``swift/megatron/`` is ``swift.megatron``)."""
+    rel = set(relpaths)
+    own = set()
+    for path in rel:
+        parts = path.split("/")
+        for i, part in enumerate(parts[:-2]):
+            parent_init = "/".join(parts[:i] + ["__init__.py"])
+            package_init = "/".join(parts[: i + 2] + ["__init__.py"])
+            if part == "megatron" and parts[i + 1] != "core" and parent_init not in rel and package_init in rel:
+                own.add(f"megatron.{parts[i + 1]}")
+    return tuple(sorted(own))
+
+
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import", re.M)
+_REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
+
+
+def _module_names(rel: str) -> list[str]:
+    """Every name a project file may be imported as (``a/b/c.py``: a.b.c, b.c, c: the root is not known)."""
+    module, _ = project_module(rel)
+    parts = module.split(".")
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+def _from_modules(data: bytes, rel: str) -> set[str]:
+    """The modules a file's ``from X import`` lines read (relative ones resolved), from the bytes alone."""
+    module, is_package = project_module(rel)
+    out = set()
+    for raw in _FROM_IMPORT.findall(data):
+        text = raw.decode("ascii", "replace")
+        level = len(text) - len(text.lstrip("."))
+        if not level:
+            out.add(text)
+            continue
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        out.add(".".join(base + ([text[level:]] if text[level:] else [])))
+    return out
+
+
+def _read(scan: ProjectScan, rel: str, path: Path, total: int) -> tuple[bytes | None, int]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            scan.skipped.append((rel, f"over {MAX_FILE_BYTES} bytes"))
+            return None, total
+        total += size
+        if total > MAX_TOTAL_BYTES:
+            raise ProjectError(f"the project's Python files exceed {MAX_TOTAL_BYTES} bytes in all")
+        return read_file(path, MAX_FILE_BYTES, "project file"), total
+    except CandidateError as exc:
+        scan.skipped.append((rel, str(exc)))
+    except OSError as exc:
+        scan.skipped.append((rel, exc.strerror or str(exc)))
+    return None, total
+
+
+def scan_project(root) -> ProjectScan:
+    """Every use in the project. Names a project module re-exports (``from pkg.helper import mpu``, where helper
+    imports mpu from megatron) are followed into the files that import them, a few links deep."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ProjectError(f"project {str(root)!r} is not a directory")
+    files = list(_python_files(root))
+    own = own_packages(rel for rel, _ in files)
+    scan = ProjectScan(str(root), own_packages=list(own))
+    names_of = {rel: _module_names(rel) for rel, _ in files}
+    project_modules = {m for names in names_of.values() for m in names}
+    per_file: dict[str, tuple] = {}  # rel -> (uses, sets)
+    exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
+    importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
+    total = 0
+
+    def scan_one(rel: str, data: bytes, with_exports: dict | None) -> set:
+        """Scan one file; the project modules whose exports that changed."""
+        try:
+            scanner = _scan(data, rel, own, with_exports)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            if rel not in per_file:
+                scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
+            return set()
+        per_file[rel] = (scanner.uses, scanner.sets)
+        mine = scanner.module_exports()
+        changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
+        exports.update({name: mine for name in changed})
+        return changed
+
+    for rel, path in files:
+        data, total = _read(scan, rel, path, total)
+        if data is None:
+            continue
+        scan.files += 1
+        imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
+        if imported:
+            importers[rel] = (data, imported)
+        if b"megatron" in data:
+            scan_one(rel, data, None)
+    changed = set(exports)
+    for _round in range(_REEXPORT_ROUNDS):
+        now: set = set()
+        for rel, (data, imported) in importers.items():
+            names = {name for module in imported & changed for name in exports[module]}
+            if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
+                now |= scan_one(rel, data, exports)
+        changed = now
+        if not changed:
+            break
+    for rel, _path in files:
+        uses, sets = per_file.get(rel, ((), set()))
+        if uses:
+            scan.megatron_files += 1
+        scan.uses.extend(uses)
+        scan.sets |= sets
+    return scan

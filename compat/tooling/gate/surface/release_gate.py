@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The surface gate for one candidate: scan the project, model the candidate, check, add history and suggestions."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .... import version as _v
+from ....errors import VersionError
+from ..candidate import GateUsageError, locate
+from . import check as c
+from .cache import model_for, release_models
+from .lookup import Surface
+from .overrides import check_inherited, check_overrides, previous_release
+from .project import ProjectScan, scan_project
+
+_NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
+_BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*\S*\s*$")
+
+
+@dataclass
+class SurfaceReport:
+    candidate: str  # version, or the file name when unknown
+    source: str
+    project: str
+    scan: ProjectScan
+    findings: list
+    against: str | None = None
+    history_releases: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def count(self, predicate) -> int:
+        return sum(1 for f in self.findings if predicate(f))
+
+    @property
+    def breaking(self) -> list:
+        return [f for f in self.findings if f.breaks and not f.on_against]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.breaking else 0
+
+    def to_dict(self) -> dict:
+        return {"candidate": self.candidate, "source": self.source, "project": self.project,
+                "against": self.against, "exit_code": self.exit_code,
+                "summary": summary(self.findings),
+                "scan": {"files": self.scan.files, "megatron_files": self.scan.megatron_files,
+                         "uses": len(self.scan.uses), "skipped": [list(s) for s in self.scan.skipped],
+                         "project_packages": self.scan.own_packages},
+                "history_releases": self.history_releases, "notes": self.notes,
+                "findings": [f.to_dict() for f in self.findings]}
+
+    def to_markdown(self) -> str:
+        from .report import markdown
+
+        return markdown(self)
+
+
+def summary(findings) -> dict:
+    return {"breaking": sum(1 for f in findings if f.breaks and not f.on_against),
+            "guarded": sum(1 for f in findings if f.kind in c.BREAKING and f.guarded),
+            "also_on_against": sum(1 for f in findings if f.breaks and f.on_against),
+            "deprecated": sum(1 for f in findings if f.kind == c.DEPRECATED),
+            "not_shipped": sum(1 for f in findings if f.kind == c.NOT_SHIPPED)}
+
+
+def candidate_path(spec: str) -> Path:
+    """A wheel/sdist/checkout path for CANDIDATE or --against (a bare version means that release)."""
+    text = str(spec)
+    if not Path(text).expanduser().exists() and _BARE_VERSION.match(text):
+        text = f"megatron-core=={text.strip().lstrip('v')}"
+    path, _yanked = locate(text)
+    return path
+
+
+def label(model: dict, source: str) -> str:
+    return model.get("version") or f"{Path(source).name} (version unknown)"
+
+
+def enrich(findings: list, surface: Surface, releases: dict, candidate_version: str | None,
+           wheel: bool = True) -> None:
+    """Close names, the releases a use works in, and "not shipped" for modules no known wheel ever had.
+
+    A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
+    module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
+    what it has, so nothing is promoted there."""
+    histories = c.histories(findings, releases, candidate_version)
+    for f in findings:
+        f.close = c.suggest(f, surface)
+        f.history = histories.get(id(f), {})
+        top = ".".join(f.name.split(".")[:2])
+        if (wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases
+                and not f.history.get("works_in")):
+            f.kind = c.NOT_SHIPPED
+            f.instead = f"none of the {len(releases)} cached megatron-core wheels ships {f.name}"
+            continue
+        f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
+
+
+def describe(f) -> str:
+    parts = []
+    if f.kind == c.NOT_SHIPPED:
+        works = f.history.get("works_in")
+        parts.append(f"ships in the wheel in {', '.join(works)}" if works else "no cached wheel ships it")
+    if f.close:
+        parts.append("close: " + ", ".join(f.close))
+    h = f.history
+    if f.kind == c.MISSING_REQUIRED and ("removed_in" in h or "added_in" in h):
+        # what changed is the parameter, not the callable: it became required (or stopped being required)
+        param = f._failure.wanted if f._failure else "it"
+        if "removed_in" in h:
+            parts.append(f"{param} is required from {h['removed_in']} (the call works up to {h['last_in']})")
+        else:
+            parts.append(f"the call works from {h['added_in']}")
+        h = {k: v for k, v in h.items() if k not in ("removed_in", "added_in", "last_in")}
+    if "removed_in" in h:
+        parts.append(f"last in {h['last_in']}, removed in {h['removed_in']}")
+    if "deprecated_in" in h:
+        parts.append(f"deprecated in {h['deprecated_in']}")
+    if "added_in" in h:
+        parts.append(f"added in {h['added_in']}")
+    if h.get("works_in") and not any(k in h for k in ("removed_in", "added_in", "deprecated_in")) \
+            and f.kind != c.NOT_SHIPPED and not (f.kind == c.MISSING_REQUIRED and f.history.get("removed_in")):
+        parts.append(f"works in {', '.join(h['works_in'])}")
+    if "works_in" in h and not h["works_in"] and f.kind != c.NOT_SHIPPED:
+        parts.append("works in none of the cached releases")  # the cache, not every release there is
+    return "; ".join(parts)
+
+
+def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> None:
+    """``on_against``: the same failure exists on the --against release (not caused by this candidate). A failure
+    by name is matched by location: any use on that line failing by name there (a missing name that became a
+    missing module is the same failure)."""
+    at: dict = {}
+    for use in uses:
+        at.setdefault((use.path, use.line), []).append(use)
+    for f in findings:
+        f.on_against = None
+    if baseline is None:
+        return
+    for use, group in c.by_use(findings):  # each use once, however many findings it has
+        failures, notes = c.evaluate(use, baseline)
+        failing = {(x.name, x.kind) for x in failures}
+        by_name_here = None
+        for f in group:
+            if f.kind == c.DEPRECATED:
+                f.on_against = bool(notes) and not failures
+            elif f.kind in _NAME_KINDS:
+                if by_name_here is None:
+                    by_name_here = any(x.kind in _NAME_KINDS for u in at.get((use.path, use.line), [use])
+                                       for x in (failures if u is use else c.evaluate(u, baseline)[0]))
+                f.on_against = by_name_here
+            else:
+                f.on_against = (f.name, f.kind) in failing
+
+
+def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
+                baseline: Surface | None = None, against: str | None = None) -> SurfaceReport:
+    surface = Surface(model)
+    findings = c.check(scan, surface)
+    previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
+    findings = sorted(findings + check_overrides(scan, surface, previous)
+                      + check_inherited(scan, surface, releases or {}), key=lambda f: (f.path, f.line, f.name))
+    enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree")
+    mark_against(findings, baseline, scan.uses)
+    notes = [model["cache"]] if model.get("cache") else []
+    if model.get("unparsed"):
+        notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "
+                     + ", ".join(model["unparsed"][:5]))
+    return SurfaceReport(label(model, source), source, scan.root, scan, findings, against,
+                         list(releases or {}), notes)
+
+
+def surface_gate(candidate: str, project, against: str | None = None, *, history: bool = True) -> SurfaceReport:
+    """What CANDIDATE breaks in PROJECT's code, file and line (``against``: the release the project runs on now)."""
+    scan = scan_project(project)
+    model = model_for(candidate_path(candidate))
+    baseline = None
+    if against is not None:
+        baseline_model = model_for(candidate_path(against))
+        baseline = Surface(baseline_model)
+        against = baseline_model.get("version") or str(against)
+    releases = {v: Surface(m) for v, m in release_models().items()} if history else {}
+    return check_model(scan, model, str(candidate), releases=releases, baseline=baseline, against=against)
+
+
+def parse_window(text: str) -> tuple[str, str]:
+    low, sep, high = str(text).partition("..")
+    if not sep or not low.strip() or not high.strip():
+        raise GateUsageError(f"--window {text!r}: expected LOW..HIGH, e.g. 0.16.1..0.19.2")
+    try:
+        low, high = str(_v.parse(low)), str(_v.parse(high))
+    except VersionError as exc:
+        raise GateUsageError(f"--window {text!r}: {exc}") from None
+    if _v.is_newer(low, high):
+        raise GateUsageError(f"--window {text!r}: {low} is newer than {high}")
+    return low, high

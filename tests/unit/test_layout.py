@@ -1,0 +1,117 @@
+"""The floor plan: the runtime (compat/*.py) never imports the tooling (compat/tooling/), the public names and the
+TYPE_CHECKING block agree, every module carries its SPDX line, and vendor ships what the runtime reads."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import compat
+from compat.tooling import vendor
+
+PACKAGE = Path(compat.__file__).resolve().parent
+RUNTIME = sorted(p for p in PACKAGE.glob("*.py") if p.name != "__main__.py")
+TOOLING = "compat.tooling"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, name: str | None = None) -> list[tuple[int, str]]:
+    """(line, absolute module) for every import in the file, lazy ones inside functions included."""
+    name = name or _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found += [(node.lineno, target)] + [(node.lineno, f"{target}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module") and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_runtime_modules_import_nothing_of_the_tooling():
+    assert len(RUNTIME) >= 15 and PACKAGE / "resolution.py" in RUNTIME
+    bad = [f"{p.name}:{line} imports {target}" for p in RUNTIME for line, target in imported_modules(p)
+           if target == TOOLING or target.startswith(TOOLING + ".")]
+    assert not bad, "the runtime must not depend on the tooling:\n" + "\n".join(bad)
+
+
+def test_the_boundary_check_sees_lazy_and_dynamic_imports(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib\n\ndef f():\n    from .tooling.archive import read_file\n"
+                     "    from . import tooling\n    return importlib.import_module('compat.tooling.cli')\n")
+    targets = {t for _, t in imported_modules(probe, "compat.version")}
+    assert {"compat.tooling.archive", "compat.tooling", "compat.tooling.cli"} <= targets
+
+
+def test_public_calls_load_no_tooling_module():
+    code = ("import sys, compat\n"
+            "compat.ddp_kwargs({'use_megatron_fsdp': True}, None, version='0.13.1')\n"
+            "compat.resolve_configs(ddp={'overlap_param_gather': True, 'use_distributed_optimizer': True},\n"
+            "    optimizer={'optimizer': 'adam', 'bf16': True, 'use_distributed_optimizer': True}, version='0.19.2')\n"
+            "compat.transformer_kwargs({'num_layers': 2, 'hidden_size': 64, 'num_attention_heads': 4},"
+            " version='0.16.1')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('compat.')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    loaded = ast.literal_eval(proc.stdout.strip())
+    assert "compat.resolution" in loaded and not [m for m in loaded if m.startswith(TOOLING)]
+
+
+def test_vendor_ships_every_data_file_the_runtime_names():
+    named = {node.value for p in RUNTIME for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".json")}
+    assert named and named <= set(vendor.RUNTIME_DATA), sorted(named - set(vendor.RUNTIME_DATA))
+    assert all((PACKAGE / "data" / name).is_file() for name in vendor.RUNTIME_DATA)
+
+
+def test_vendored_copy_carries_license_notice_and_py_typed():
+    files = vendor.source_files()
+    assert {"LICENSE", "NOTICE", "py.typed"} <= set(files)
+    assert b"Apache License" in files["LICENSE"] and b"megatron-core" in files["NOTICE"]
+    assert not [rel for rel in files if rel.startswith("tooling/") or rel == "__main__.py"]
+
+
+def test_every_module_has_an_spdx_line():
+    missing = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+               if p.read_text(encoding="utf-8").splitlines()[:1] != ["# SPDX-License-Identifier: Apache-2.0"]]
+    assert not missing
+
+
+def _type_checking_imports() -> dict[str, str]:
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    blocks = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    assert len(blocks) == 1
+    return {a.name: node.module for node in blocks[0].body if isinstance(node, ast.ImportFrom) for a in node.names}
+
+
+def test_all_lazy_exports_and_type_checking_block_agree():
+    assert compat.__all__ == sorted(compat._EXPORTS)
+    assert _type_checking_imports() == compat._EXPORTS
+    proc = subprocess.run([sys.executable, "-c", "import compat, json; print(json.dumps("
+                           "{n: getattr(compat, n).__module__ for n in compat.__all__}))"],
+                          capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    modules = json.loads(proc.stdout)
+    # a class or function re-exported from elsewhere would still name its defining module
+    assert modules == {name: f"compat.{module}" for name, module in compat._EXPORTS.items()}
+
+
+def test_py_typed_is_package_data():
+    assert (PACKAGE / "py.typed").is_file()
+    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"py.typed"' in pyproject and '"LICENSE"' in pyproject and '"NOTICE"' in pyproject
