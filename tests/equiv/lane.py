@@ -548,7 +548,8 @@ def main(argv=None) -> int:
     p.add_argument("--torchrun", action="store_true", help="launch the ranks with torchrun --standalone")
     p.add_argument("--world-size", type=int, default=0, help="ranks (default: config.json's world_size)")
     p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_EQUIV_TIMEOUT", "300")))
-    c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* (benchmarks/results/ with --record)")
+    c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* "
+                       "(in benchmarks/results/ with --record)")
     c.add_argument("--no-record", action="store_true", help="write no results at all")
     c.add_argument("--record", action="store_true", help="write equivalence.* in benchmarks/results/ and the gate's "
                    "verdicts (tracked); without it the results go to benchmarks/results/raw/ (ignored)")
