@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import compat  # noqa: E402
-from compat.annotations import parse  # noqa: E402
+from compat.annotations import type_of  # noqa: E402
 from compat.canonical import canonical  # noqa: E402
 from compat.errors import (CompatError, ConstraintError, FieldTypeError, InvalidValueError,  # noqa: E402
                            UnsupportedFieldError)
@@ -154,7 +154,7 @@ def _dtype_value(config: str, name: str, value):
     elsewhere it stays the dtype object it is (a str marker here, the real object in the pin builds)."""
     spec = _canon(config).fields.get(name)
     if isinstance(value, str) and value.startswith("torch.") and spec is not None and \
-            "dtype" in parse(spec.annotation).kinds():
+            "dtype" in type_of(spec.annotation).kinds():
         return value.removeprefix("torch.")
     return value
 

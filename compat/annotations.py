@@ -116,7 +116,7 @@ def _spec(node: ast.expr) -> Member:
 
 
 @lru_cache(maxsize=4096)
-def parse(annotation: str) -> TypeSpec:
+def type_of(annotation: str) -> TypeSpec:
     """The semantic type of an annotation written as source text."""
     try:
         node = ast.parse(annotation.strip(), mode="eval").body
@@ -134,7 +134,7 @@ def type_key(annotation) -> str:
     """A spelling-independent key: ``Optional[int]``, ``int | None`` and ``"Union[None, int]"`` all give 'None | int'."""
     if not isinstance(annotation, str):
         annotation = ast.unparse(annotation)
-    return parse(annotation).key()
+    return type_of(annotation).key()
 
 
-__all__ = ["Member", "TypeSpec", "parse", "type_key"]
+__all__ = ["Member", "TypeSpec", "type_key", "type_of"]

@@ -15,15 +15,14 @@ import importlib.util
 import inspect
 import textwrap
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 from . import version as _v
 from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
 from .registry import Field, Schema, check_from_record, registry
-
-DDP_CLASS = CONFIGS["ddp"].class_name
-
 
 class PostInitChangedWarning(CompatWarning):
     """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
@@ -44,10 +43,6 @@ def megatron_class(config: str = "ddp"):
     if cls is None:
         raise MegatronNotInstalledError(f"the installed megatron-core has no {spec.class_name} in {spec.module}")
     return cls
-
-
-def ddp_config_class():
-    return megatron_class("ddp")
 
 
 def config_of(cls) -> str:
@@ -84,7 +79,7 @@ def _live_default(f: dataclasses.Field):
     return value, repr(value), False
 
 
-def live_schema(cls=None, config: str | None = None) -> Schema:
+def live_schema(cls: type | None = None, config: str | None = None) -> Schema:
     """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data."""
     cls = cls or megatron_class(config or "ddp")
     config = config or config_of(cls)
@@ -183,8 +178,8 @@ def live_values(cls, kwargs: dict) -> dict:
     return out
 
 
-def build_config(config: str | None = None, overrides=None, *, cls=None, lenient: bool = False,
-                 optimizer_config=None):
+def build_config(config: str | None = None, overrides: Mapping[str, Any] | None = None, *, cls: type | None = None,
+                 lenient: bool = False, optimizer_config: Any = None) -> Any:
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
     from .resolution import materialize, resolve
@@ -213,7 +208,8 @@ def build_config(config: str | None = None, overrides=None, *, cls=None, lenient
     return obj
 
 
-def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = False, cls=None):
+def build_ddp_config(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = None, *, lenient: bool = False,
+                     cls: type | None = None) -> Any:
     """A NEW DistributedDataParallelConfig for the installed megatron-core on every call.
 
     DistributedDataParallel.__init__ rewrites ``bucket_size`` on the object it is given, so never share one.
@@ -222,15 +218,17 @@ def build_ddp_config(overrides=None, optimizer_config=None, *, lenient: bool = F
     return build_config("ddp", overrides, cls=cls, lenient=lenient, optimizer_config=optimizer_config)
 
 
-def build_optimizer_config(overrides=None, *, lenient: bool = False, cls=None):
+def build_optimizer_config(overrides: Mapping[str, Any] | None = None, *, lenient: bool = False,
+                           cls: type | None = None) -> Any:
     """A NEW OptimizerConfig (or ``cls``, e.g. AdamOptimizerConfig on 0.16-0.17) from resolved overrides."""
     return build_config("optimizer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 
 
-def build_transformer_config(overrides=None, *, lenient: bool = False, cls=None):
+def build_transformer_config(overrides: Mapping[str, Any] | None = None, *, lenient: bool = False,
+                             cls: type | None = None) -> Any:
     """A NEW TransformerConfig (or ``cls``: MLATransformerConfig, a Bridge provider class) from resolved overrides."""
     return build_config("transformer" if cls is None else None, overrides, cls=cls, lenient=lenient)
 
 
-__all__ = ["DDP_CLASS", "PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
-           "build_transformer_config", "config_of", "ddp_config_class", "live_schema", "live_values", "megatron_class"]
+__all__ = ["PostInitChangedWarning", "build_config", "build_ddp_config", "build_optimizer_config",
+           "build_transformer_config", "config_of", "live_schema", "live_values", "megatron_class"]

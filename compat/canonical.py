@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from . import typecheck
 from .acceptances import acceptance, accepted_shapes, value_aliases
-from .annotations import parse
+from .annotations import type_of
 from .configs import config_class, lineage
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
 from .registry import Field, Registry, Schema, describe_range, field_from_record, heads, renames, rules
@@ -35,7 +35,7 @@ class CanonicalField:
     @property
     def kind(self) -> tuple[str, bool]:
         """(base kind, optional): the single non-None kind of the annotation ("any" for unions and unknowns)."""
-        spec = parse(self.annotation)
+        spec = type_of(self.annotation)
         kinds = [m for m in spec.members if m.kind != "None"]
         optional = spec.optional or self.default is None
         if len(kinds) != 1:
@@ -136,7 +136,7 @@ class Canonical:
         rules; return the canonical value. A target whose annotation is a ``Literal`` must list the value."""
         spec = spec or self.fields[name]
         value = self.spelling(name, value, target)[0]
-        types = [(parse(spec.annotation), spec.enums)]
+        types = [(type_of(spec.annotation), spec.enums)]
         if target is not None and target.annotation != spec.annotation:
             types.append((target.type, target.enums))
         accept = accepted_shapes(self.config, name, None if target is None else version,

@@ -51,7 +51,7 @@ def _reference(cls, kwargs: dict):
         return None
 
 
-def audit(obj, resolution: Resolution, *, strict: bool = False) -> list[Difference]:
+def audit(obj: object, resolution: Resolution, *, strict: bool = False) -> list[Difference]:
     """Differences between ``obj`` and ``resolution`` (``.field``, ``.expected``, ``.actual``); raise
     ``AuditError`` instead when ``strict`` and there are any."""
     from .build import live_schema, live_values

@@ -62,6 +62,18 @@ def shown(text, limit: int = 200) -> str:
     return repr(text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters)")
 
 
+def cli_command(args: str) -> str:
+    """The command line that runs ``args``, named the way this package was imported: ``python -m compat ARGS``, or
+    ``python -m myproj._vendor.mcore_compat ARGS`` for a copy with its tooling; a vendored copy (runtime only) names
+    the installed tool, ``mcore-compat ARGS``."""
+    import os
+
+    package = __name__.rpartition(".")[0]
+    if os.path.isdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tooling")):
+        return f"python -m {package} {args}"
+    return f"mcore-compat {args}"
+
+
 class CompatError(ValueError):
     """Base class of every error mcore-compat raises on bad input."""
 
@@ -72,7 +84,7 @@ class UnknownFieldError(CompatError):
         self.field, self.suggestion = field, suggestion
         flag = "" if config == "ddp" else f" --config {config}"
         hint = (f"; did you mean {suggestion!r}?" if suggestion
-                else f"; `python -m compat fields{flag} --mcore VERSION` lists the valid names")
+                else f"; `{cli_command(f'fields{flag} --mcore VERSION')}` lists the valid names")
         super().__init__(f"unknown {where} field {field!r}{hint}")
 
 

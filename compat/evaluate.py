@@ -217,7 +217,7 @@ def _type_arg(node: ast.expr):
 
 
 @lru_cache(maxsize=8192)
-def parse(text: str) -> ast.expr:
+def _expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
@@ -225,7 +225,7 @@ def evaluate(text: str, env: dict, work: Work | None = None):
     """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN. ``work``: the
     budget to charge (a fresh MAX_WORK when None)."""
     try:
-        return _within(work or Work(), _eval, parse(text), env)
+        return _within(work or Work(), _eval, _expr(text), env)
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
             MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
@@ -337,7 +337,7 @@ def render(message: str | None, env: dict) -> str | None:
     if not message:
         return message
     try:
-        node = parse(message)
+        node = _expr(message)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return message
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -376,5 +376,5 @@ def _text(value, as_repr: bool) -> str | None:
         return None
 
 
-__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "parse", "render", "size",
+__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "render", "size",
            "truth", "unsupported"]

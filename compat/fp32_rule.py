@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .dtypes import FP32, accepted_spellings, dtype_name
 from .cross import check_optimizer_config, optimizer_get
@@ -70,7 +71,7 @@ def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, s
     return out
 
 
-def resolve_ddp_overrides(override_ddp_config, optimizer_config) -> dict:
+def resolve_ddp_overrides(override_ddp_config: Mapping[str, Any] | None, optimizer_config: Any) -> dict[str, Any]:
     """Drop-in for verl's ``MegatronEngine._resolve_override_ddp_config``: the overrides plus what the rules add.
 
     An explicit ``grad_reduce_in_fp32`` (or its old name) always wins; with no optimizer nothing is injected.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .annotations import parse
+from .annotations import type_of
 from .evaluate import unsupported
 
 _EXITS = (ast.Return, ast.Continue, ast.Break)
@@ -99,7 +99,7 @@ class _Walk:
         annotation = self.fields.get(name)
         if annotation is None:
             return True
-        return not parse(annotation).kinds() <= {"None", "bool", "int", "float", "str", "literal", "dtype", "callable"}
+        return not type_of(annotation).kinds() <= {"None", "bool", "int", "float", "str", "literal", "dtype", "callable"}
 
     def _write(self, name: str, line: int) -> None:
         self.writes.add(name)

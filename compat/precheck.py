@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from .annotations import parse
+from .annotations import type_of
 from .errors import ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
@@ -25,7 +25,7 @@ def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> 
     env.update(overrides or {})
     for f in schema.fields:
         value = env[f.name]
-        if isinstance(value, str) and "dtype" in parse(f.annotation).kinds() and "str" not in parse(f.annotation).kinds():
+        if isinstance(value, str) and "dtype" in type_of(f.annotation).kinds() and "str" not in type_of(f.annotation).kinds():
             env[f.name] = Dtype(value)
         elif type(value).__module__ == "torch" and type(value).__name__ == "dtype":
             env[f.name] = Dtype(str(value).removeprefix("torch."))
@@ -82,18 +82,10 @@ def error_for(check: Check, env: dict, schema: Schema) -> ConstraintError:
     return error
 
 
-def precheck(schema: Schema, kwargs: dict) -> None:
-    """Raise ConstraintError for the first extracted check that the kwargs certainly violate."""
-    env = environment(schema, kwargs)
-    found = violations(schema, env)
-    if found:
-        raise error_for(found[0], env, schema)
-
-
 def _shown(value):
     if isinstance(value, Dtype):
         return value.name
     return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
-__all__ = ["environment", "error_for", "fires", "precheck", "run", "violations"]
+__all__ = ["environment", "error_for", "fires", "run", "violations"]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from . import registry_format
 from . import version as _v
-from .annotations import TypeSpec, parse
+from .annotations import TypeSpec, type_of
 from .configs import CONFIGS, config_class, path_of_class
 from .dtypes import dtype_name
-from .errors import CompatError, ConfigAbsentError
+from .errors import CompatError, ConfigAbsentError, cli_command
 
 _EXPR_VALUES = {"float('inf')": math.inf, "-float('inf')": -math.inf, 'float("inf")': math.inf,
                 "math.inf": math.inf}
@@ -47,7 +47,7 @@ class Field:
 
     @property
     def type(self) -> TypeSpec:
-        return parse(self.annotation)
+        return type_of(self.annotation)
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ class Registry:
         if not isinstance(data, dict) or data.get("format") != registry_format.FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
             raise CompatError(f"registry format {found!r} is not format {registry_format.FORMAT}; regenerate it with "
-                              "`python -m compat registry refresh --only-known`")
+                              f"`{cli_command('registry refresh --only-known')}`")
         self.data = data
         self.releases = {r["version"]: r for r in data["releases"]}
         self._schemas: dict[tuple[str, str], Schema] = {}
@@ -234,9 +234,6 @@ class Registry:
                     index.setdefault(n, []).append(v)
             self._with[config] = index
         return list(self._with[config].get(name, ()))
-
-    def optimizer_fields(self, version: str) -> tuple[Field, ...]:
-        return self.schema(version, "optimizer").fields
 
     def truncated(self, last: str) -> "Registry":
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""

@@ -10,16 +10,18 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import cross, precheck, fp32_rule
 from . import version as _v
-from .annotations import parse
+from .annotations import type_of
 from .canonical import Canonical, canonical
 from .configs import config_class
 from .dtypes import to_torch
 from .errors import (CompatError, ConstraintError, DroppedFieldWarning, InvalidValueError, NewerVersionWarning,
-                     UnsupportedFieldError)
+                     UnsupportedFieldError, cli_command)
 from .registry import Registry, Schema, registry, rules
 
 USER, RESOLVER, COERCED, CROSS = "user", "resolver", "coerced", "cross-config rule"
@@ -88,7 +90,7 @@ def target_schema(version=None, reg: Registry | None = None, config: str = "ddp"
     release, how = _v.match_release(version, reg.versions())
     if how == "newer":
         message = (f"megatron-core {version} is newer than the registry (newest {release}); run "
-                   f"`python -m compat gate megatron-core=={version}` to review it. Using {release}'s fields.")
+                   f"`{cli_command(f'gate megatron-core=={version}')}` to review it. Using {release}'s fields.")
         warnings.warn(message, NewerVersionWarning, stacklevel=3)
         notes.append(message)
     elif how != "exact":
@@ -161,7 +163,8 @@ def _apply_constraints(values: dict, schema: Schema, canon: Canonical, lenient: 
 
 
 # ------------------------------------------------------------------------------------ resolve
-def resolve(overrides=None, optimizer_config=None, version=None, *, config: str = "ddp", lenient: bool = False,
+def resolve(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = None, version: str | None = None, *,
+            config: str = "ddp", lenient: bool = False,
             schema: Schema | None = None, extra: dict | None = None, prechecks: bool = True) -> Resolution:
     """Every canonical field of ``config`` with its value and where it came from, plus the target build's kwargs.
 
@@ -365,8 +368,8 @@ def _forward(rename: dict, value):
     return next((after for before, after in rename.get("map", []) if before == value), value)
 
 
-def config_kwargs(config: str, overrides=None, version=None, *, lenient: bool = False, dtype_format: str = "torch",
-                  optimizer_config=None) -> dict:
+def config_kwargs(config: str, overrides: Mapping[str, Any] | None = None, version: str | None = None, *,
+                  lenient: bool = False, dtype_format: str = "torch", optimizer_config: Any = None) -> dict[str, Any]:
     """The exact kwargs of ``config`` for ``version`` (registry only; megatron not needed)."""
     if dtype_format not in DTYPE_FORMATS:
         raise InvalidValueError("dtype_format", dtype_format, f"must be one of {', '.join(map(repr, DTYPE_FORMATS))}")
@@ -374,8 +377,8 @@ def config_kwargs(config: str, overrides=None, version=None, *, lenient: bool = 
     return materialize(res.kwargs, res) if dtype_format == "torch" else res.kwargs
 
 
-def ddp_kwargs(overrides=None, optimizer_config=None, version=None, *, lenient: bool = False,
-               dtype_format: str = "torch") -> dict:
+def ddp_kwargs(overrides: Mapping[str, Any] | None = None, optimizer_config: Any = None, version: str | None = None,
+               *, lenient: bool = False, dtype_format: str = "torch") -> dict[str, Any]:
     """The exact DistributedDataParallelConfig kwargs for ``version`` (registry only; megatron not needed).
 
     Dtype values are torch dtypes (torch is imported only when one is present); ``dtype_format="str"`` gives
@@ -385,14 +388,14 @@ def ddp_kwargs(overrides=None, optimizer_config=None, version=None, *, lenient: 
                          optimizer_config=optimizer_config)
 
 
-def optimizer_kwargs(overrides=None, version=None, *, lenient: bool = False, dtype_format: str = "torch",
-                     config: str = "optimizer") -> dict:
+def optimizer_kwargs(overrides: Mapping[str, Any] | None = None, version: str | None = None, *, lenient: bool = False,
+                     dtype_format: str = "torch", config: str = "optimizer") -> dict[str, Any]:
     """The exact OptimizerConfig kwargs for ``version`` (``config="adam_optimizer"`` for the 0.16-0.17 subclass)."""
     return config_kwargs(config, overrides, version, lenient=lenient, dtype_format=dtype_format)
 
 
-def transformer_kwargs(overrides=None, version=None, *, lenient: bool = False, dtype_format: str = "torch",
-                       config: str = "transformer") -> dict:
+def transformer_kwargs(overrides: Mapping[str, Any] | None = None, version: str | None = None, *,
+                       lenient: bool = False, dtype_format: str = "torch", config: str = "transformer") -> dict[str, Any]:
     """The exact TransformerConfig kwargs for ``version`` (``config="mla"`` for MLATransformerConfig)."""
     return config_kwargs(config, overrides, version, lenient=lenient, dtype_format=dtype_format)
 
@@ -408,6 +411,6 @@ def materialize(kwargs: dict, res_or_canon=None) -> dict:
     out = {}
     for name, value in kwargs.items():
         spec = canon.fields.get(name)
-        kinds = parse(spec.annotation).kinds() if spec is not None else set()
+        kinds = type_of(spec.annotation).kinds() if spec is not None else set()
         out[name] = to_torch(value) if isinstance(value, str) and "dtype" in kinds and "str" not in kinds else value
     return out

@@ -2,7 +2,9 @@
 """Resolve the DDP, optimizer and transformer configs of one run together, so that the cross rules apply."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .resolution import Resolution, materialize, resolve
 
@@ -16,7 +18,7 @@ class ConfigResolutions:
     optimizer: Resolution | None = None
     transformer: Resolution | None = None
 
-    def items(self):
+    def items(self) -> list[tuple[str, Resolution]]:
         return [(k, r) for k, r in (("ddp", self.ddp), ("optimizer", self.optimizer),
                                     ("transformer", self.transformer)) if r is not None]
 
@@ -28,7 +30,8 @@ class ConfigResolutions:
         return {"version": self.version, **{k: r.to_dict() for k, r in self.items()}}
 
 
-def resolve_configs(ddp=None, optimizer=None, transformer=None, version=None, *, lenient: bool = False,
+def resolve_configs(ddp: Mapping[str, Any] | None = None, optimizer: Mapping[str, Any] | None = None,
+                    transformer: Mapping[str, Any] | None = None, version: str | None = None, *, lenient: bool = False,
                     transformer_config: str = "transformer") -> ConfigResolutions:
     """Resolve the configs given (overrides dicts, canonical or old names) for one megatron-core build.
 

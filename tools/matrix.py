@@ -6,7 +6,10 @@ matrix.yaml, the install mechanism in noxfile.py; this module only says what a v
     load_matrix(path)            -> list[Pin], oldest first; raises a MatrixError subclass on bad data
     add_pin(version, ...)        appends (or bumps) a pin in matrix.yaml, keeping its comments
 
-Run ``python tools/matrix.py`` to validate the file and print the pins.
+Run ``python tools/matrix.py`` to validate the file and print the pins, and ``python tools/matrix.py gate
+CANDIDATE [--matrix PATH] [--accept]`` for the upgrade gate with the test matrix: a registry release is compared with
+the pin before it, and ``--accept`` pins the accepted release here (``MatrixTools``: the package's gate knows no
+matrix.yaml).
 """
 from __future__ import annotations
 
@@ -429,8 +432,41 @@ def _add_pin(version: str, path: Path, registry_path, replace_series: bool, reci
     return result
 
 
+class MatrixTools:
+    """What the package's ``gate`` command asks of the test matrix (``compat.tooling.gate.cli.register``)."""
+
+    @staticmethod
+    def pinned(matrix_path: Path | None, registry_path: Path | None) -> list[str] | None:
+        """The pinned versions, oldest first; None when matrix.yaml cannot be read (the gate then compares with the
+        newest registry release)."""
+        from compat.tooling.fsutil import same_file
+
+        if matrix_path is not None and same_file(registry_path or DEFAULT_REGISTRY, matrix_path):
+            raise CompatError(f"--registry and --matrix both name {str(matrix_path)!r}; nothing was written")
+        try:
+            return [p.version for p in load_matrix(matrix_path or DEFAULT_MATRIX,
+                                                   registry_path=registry_path or DEFAULT_REGISTRY)]
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def pinner(matrix_path: Path | None, registry_path: Path | None):
+        def pin(version: str, registry: Path) -> str:
+            try:
+                return add_pin(version, path=matrix_path or DEFAULT_MATRIX, registry_path=registry)
+            except DuplicatePinError as exc:
+                return f"not changed: {exc}"
+        return pin
+
+
 def main(argv=None) -> int:
     import argparse
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["gate"]:
+        from compat.tooling.cli import main as compat_main
+
+        return compat_main(argv, matrix_tools=MatrixTools())
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default=str(DEFAULT_MATRIX))

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from compat.tooling import fetch
 from compat import registry_format
-from compat.annotations import parse
 from compat.configs import CONFIGS, lineage
 from compat.tooling.fsutil import atomic_write_text
 from compat.registry import registry

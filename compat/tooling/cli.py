@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import CompatError, one_line
+from ..errors import CompatError, cli_command, one_line
 
 
 MAX_FROM_BYTES = 1 << 20  # an --from file: a JSON object of config fields
@@ -163,8 +163,8 @@ def cmd_registry_refresh(args) -> int:
 _LOCAL_COMMANDS = ("explain", "fields")  # need neither the gate nor vendor modules (60 ms of imports)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m compat", description=__doc__)
+def build_parser(command: str | None = None, matrix_tools=None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=cli_command("").rstrip(), description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("explain", help="every field of a config: value, source and the name the version uses")
@@ -196,16 +196,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if command in _LOCAL_COMMANDS:
         return parser
     from .vendor import register as register_vendor; register_vendor(sub)  # noqa: E702
-    from .gate.cli import register as register_gate; register_gate(sub)  # noqa: E702
+    from .gate.cli import register as register_gate; register_gate(sub, matrix_tools)  # noqa: E702
     return parser
 
 
 TRACEBACK_ENV = "MCORE_COMPAT_TRACEBACK"  # set to 1 to see the traceback of an internal error
-
-
-def message_line(message) -> str:
-    """Any message as one bounded line (``compat.errors.one_line``: linear time, at most MAX_LINE_CHARS shown)."""
-    return one_line(message)
 
 
 def _usage(message: str) -> int:
@@ -221,7 +216,7 @@ def _error(message: str) -> int:
 def _say(prefix: str, message: str, code: int) -> int:
     try:
         if sys.stderr is not None:
-            print(f"{prefix}: {message_line(message)}", file=sys.stderr, flush=True)
+            print(f"{prefix}: {one_line(message)}", file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass  # stderr is gone too: the exit code is all that is left
     return code
@@ -274,9 +269,9 @@ def _tolerant_streams() -> None:
             pass
 
 
-def _run(argv) -> int:
+def _run(argv, matrix_tools) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv and argv[0] in _LOCAL_COMMANDS else None).parse_args(argv)
+    args = build_parser(argv[0] if argv and argv[0] in _LOCAL_COMMANDS else None, matrix_tools).parse_args(argv)
     if sys.stdout is None:  # started with stdout closed (`>&-`): the output would vanish silently
         return _error("stdout is closed; nothing was done (redirect it to a file or /dev/null instead)")
     real = sys.stdout
@@ -289,12 +284,12 @@ def _run(argv) -> int:
         sys.stdout = real
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None, *, matrix_tools=None) -> int:
     """Exit codes: 0 ok, 1 drift / review needed, 2 usage, 3 the command could not be carried out (one line on
-    stderr, never a traceback)."""
+    stderr, never a traceback). ``matrix_tools``: see ``gate.cli.register`` (tools/matrix.py passes its own)."""
     _tolerant_streams()
     try:
-        return _run(argv)
+        return _run(argv, matrix_tools)
     except _UsageError as exc:
         return _usage(str(exc))
     except CompatError as exc:

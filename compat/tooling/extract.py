@@ -23,7 +23,6 @@ from .pysource import SourceBudget, parse_source
 
 PACKAGE_INFO_PATH = "megatron/core/package_info.py"
 DDP_CLASS = "DistributedDataParallelConfig"
-OPTIMIZER_CLASS = "OptimizerConfig"
 
 # The OptimizerConfig fields the resolver and the precision checks read (the gate treats their changes as breaking).
 OPTIMIZER_FIELDS_OF_INTEREST = (

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
-from ..errors import CompatError, one_line
+from ..errors import CompatError, cli_command, one_line
 from .extract import sha256
 
 MANIFEST = "VENDORED.json"
@@ -30,7 +30,6 @@ LEGAL = ("LICENSE", "NOTICE", "py.typed")  # travel with every copy (py.typed: t
 RUNTIME_DATA = ("registry.json", "renames.json", "rules.json", "cross_rules.json", "heads.json",
                 "type_acceptances.json", "value_aliases.json")
 MAX_MANIFEST_BYTES = 1 * MIB
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class VendorError(CompatError):
@@ -237,7 +236,7 @@ def check(dest, *, source=None) -> dict:
     manifest = _read_manifest(dest) if st is not None and stat.S_ISDIR(st.st_mode) else None
     if manifest is None:
         raise VendorError(f"{_show(dest)} is not a vendored copy (no {MANIFEST}); run "
-                          f"`python -m compat vendor {_show(dest)}`")
+                          f"`{cli_command(f'vendor {_show(dest)}')}`")
     ours, recorded, present = source_files(source), manifest["files"], _present(dest)
     modified, outdated, stale = [], [], None
     for rel in sorted(set(ours) & present):
@@ -268,7 +267,8 @@ def format_report(report: dict) -> str:
         s = report["stale_registry"]
         rows.append(f"  stale registry: vendored newest {_show(s['vendored_newest'])}, this package's newest "
                     f"{_show(s['source_newest'])} (the registry data differ)")
-    rows.append(f"drift: re-run `python -m compat vendor {_show(report['dest'])}` to refresh (local edits are lost)"
+    again = cli_command(f"vendor {_show(report['dest'])}")
+    rows.append(f"drift: re-run `{again}` to refresh (local edits are lost)"
                 if report["drift"] else "clean: every file matches this package")
     return "\n".join(rows)
 

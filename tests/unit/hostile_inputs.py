@@ -46,12 +46,16 @@ def _peak():
 atexit.register(_peak)
 """
 _RUN_CLI = "runpy.run_module('compat', run_name='__main__', alter_sys=True)\n"
+_RUN_MATRIX_GATE = f"runpy.run_path({str(ROOT / 'tools' / 'matrix.py')!r}, run_name='__main__')\n"
 
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
-    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory. ``stdout``:
-    a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone, /dev/full)."""
-    return _run_measured(_MEASURED + _RUN_CLI, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
+    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory; a ``gate``
+    with ``--matrix`` runs as the matrix tools' gate (``python tools/matrix.py gate ...``, which owns matrix.yaml).
+    ``stdout``: a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone,
+    /dev/full)."""
+    runner = _RUN_MATRIX_GATE if args and str(args[0]) == "gate" and "--matrix" in map(str, args) else _RUN_CLI
+    return _run_measured(_MEASURED + runner, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
 
 
 def run_python(code: str, *, timeout=120) -> Run:

@@ -24,9 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 network = pytest.mark.network
 
 
-def run_cli(*args, env=None, timeout=180):
+def run_cli(*args, env=None, timeout=180, matrix_tools=False):
+    """``python -m compat gate ARGS``; with ``--matrix`` or ``matrix_tools``, the matrix tools' gate (``python
+    tools/matrix.py gate``, this repository's matrix.yaml by default)."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "compat", "gate", *args], capture_output=True, text=True,
+    command = [str(ROOT / "tools" / "matrix.py")] if matrix_tools or "--matrix" in args else ["-m", "compat"]
+    return subprocess.run([sys.executable, *command, "gate", *args], capture_output=True, text=True,
                           cwd=ROOT, env=full_env, timeout=timeout)
 
 
@@ -171,14 +174,16 @@ def test_identical_to_newest_registry_entry_exits_0():
 @network
 def test_a_registry_release_is_compared_with_the_pin_before_it():
     # `gate 0.19.2` (a bare version) on a fresh clone: 0.19.2 is in the registry, so comparing it with itself says
-    # nothing; the gate compares it with matrix.yaml's pin before it and says so at the top
-    proc = run_cli("0.19.2")
+    # nothing; the matrix tools' gate compares it with matrix.yaml's pin before it and says so at the top
+    proc = run_cli("0.19.2", matrix_tools=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "# Upgrade gate: megatron-core 0.19.2 vs registry 0.18.2: BREAKING"
     assert lines[2].startswith("- 0.19.2 is already in the registry (same config); compared with 0.18.2, the pin "
                                "before it in matrix.yaml")
     assert "## Install" in lines and "plain install of `megatron-core==0.18.2`" in proc.stdout
+    alone = run_cli("0.19.2")  # the package's own gate knows no matrix.yaml: the newest release, itself
+    assert alone.stdout.splitlines()[0].startswith("# Upgrade gate: megatron-core 0.19.2 vs registry 0.19.2: ")
 
 
 # ------------------------------------------------------------------------------------ synthetic candidates

@@ -6,6 +6,7 @@ import copy
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,15 +212,26 @@ def test_a_checkout_saying_a_release_it_is_not(tmp_path):
     assert only(report, "label", "(version)").notes  # what differs, by name
 
 
+def H_matrix():
+    if str(H.ROOT) not in sys.path:
+        sys.path.insert(0, str(H.ROOT))
+    from tools import matrix
+
+    return matrix
+
+
 def test_a_registry_release_is_compared_with_the_pin_before_it(tmp_path):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text("pins:\n" + "".join(f'  - version: "{v}"\n    python: "3.11"\n    torch: "2.13.0+cpu"\n'
                                           for v in ("0.16.1", "0.18.2", "0.19.2")))
-    assert label.previous_pin("0.19.2", matrix) == "0.18.2" and label.previous_pin("0.16.1", matrix) is None
+    pinned = H_matrix().MatrixTools.pinned(matrix, None)
+    assert pinned == ["0.16.1", "0.18.2", "0.19.2"]
+    assert label.previous_pin("0.19.2", pinned) == "0.18.2" and label.previous_pin("0.16.1", pinned) is None
     wheel = H.wheel(tmp_path / "megatron_core-0.19.2-py3-none-any.whl", version="0.19.2")
-    report = g.gate(wheel, REG, matrix=matrix)
+    report = g.gate(wheel, REG, pinned=pinned)
     assert report.against == "0.18.2" and "0.19.2 is already in the registry" in report.baseline
-    assert g.gate(wheel, REG, "0.19.2", matrix=matrix).against == "0.19.2"  # --against wins
+    assert g.gate(wheel, REG, "0.19.2", pinned=pinned).against == "0.19.2"  # --against wins
+    assert g.gate(wheel, REG).against == "0.19.2"  # the package alone knows no pins: the newest release
 
 
 # -------------------------------------------------------------------------------------------- value renames

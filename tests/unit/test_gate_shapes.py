@@ -9,7 +9,7 @@ import pytest
 
 from compat.tooling import gate as g
 from compat import registry_format
-from compat.annotations import parse, type_key
+from compat.annotations import type_key, type_of
 from compat.canonical import Canonical
 from compat.errors import FieldTypeError, TorchNotInstalledError
 from compat.evaluate import UNKNOWN, Dtype, evaluate, render, unsupported
@@ -30,11 +30,11 @@ def test_respellings_have_one_key(a, b):
 
 
 def test_literal_choices_and_unknown_types():
-    assert parse("Optional[Literal['full', 'selective']]").choices == ("full", "selective")
-    assert parse("Optional[Literal['full', 'selective']]").optional
-    assert parse("AttnBackend").kinds() == {"any"} and parse("Callable[[torch.Tensor], torch.Tensor]").kinds() == \
+    assert type_of("Optional[Literal['full', 'selective']]").choices == ("full", "selective")
+    assert type_of("Optional[Literal['full', 'selective']]").optional
+    assert type_of("AttnBackend").kinds() == {"any"} and type_of("Callable[[torch.Tensor], torch.Tensor]").kinds() == \
         {"callable"}
-    assert parse("not valid python [").kinds() == {"any"}  # never refuses because of what it cannot read
+    assert type_of("not valid python [").kinds() == {"any"}  # never refuses because of what it cannot read
 
 
 def _ddp_source(text: str) -> str:

@@ -244,7 +244,7 @@ def _accept_in_process(tmp: Path):
 
     args = _accept("0.19.2", change_default=True)(tmp)["args"]
     report = gate(args[1], load_registry(args[3]))
-    return accept(report, args[3], args[5])
+    return accept(report, args[3], pin=H_matrix().MatrixTools.pinner(args[5], args[3]))
 
 
 def _accept_args(tmp: Path) -> list:
@@ -868,12 +868,11 @@ def test_catalogue_covers_every_class():
 
 # ------------------------------------------------------------------------------------ 3. writes, beyond one run
 SLOW_READ = ("import sys, time\n"
-             "import compat.tooling.gate.accept_pin\n"
-             "a = sys.modules['compat.tooling.gate.accept_pin']  # compat.tooling.gate.accept_pin is also the name of a function\n"
+             "import compat.tooling.gate.accept_pin as a\n"
              "read = a.read_registry\n"
              "a.read_registry = lambda path: (read(path), time.sleep({pause}))[0]  # widen the read-write window\n"
              "{disable}"
-             "from compat.tooling.cli import main\n"
+             "from tools.matrix import main\n"
              "sys.exit(main(sys.argv[1:]))\n")
 
 
@@ -906,9 +905,11 @@ def test_concurrent_accepts_lose_no_update(tmp_path):
 
 
 def H_matrix():
-    from compat.tooling.gate.accept_pin import _matrix_module
+    if str(H.ROOT) not in sys.path:
+        sys.path.insert(0, str(H.ROOT))
+    from tools import matrix
 
-    return _matrix_module()
+    return matrix
 
 
 class _FullDisk:
@@ -959,7 +960,7 @@ def test_full_disk_midway_leaves_the_old_files_and_later_commands_work(tmp_path,
     report = gate(wheel, load_registry(reg))
     _fill_disk_when(monkeypatch, full)
     with pytest.raises(CompatError, match="No space left on device") as err:
-        accept(report, reg, mat)
+        accept(report, reg, pin=H_matrix().MatrixTools.pinner(mat, reg))
     assert isinstance(err.value, WriteError) or "matrix.yaml not updated" in str(err.value)
     monkeypatch.undo()
     assert {p: p.read_bytes() for p in (reg, mat)} == before  # both old files intact, none truncated

@@ -115,3 +115,82 @@ def test_py_typed_is_package_data():
     assert (PACKAGE / "py.typed").is_file()
     pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert '"py.typed"' in pyproject and '"LICENSE"' in pyproject and '"NOTICE"' in pyproject
+
+
+def test_messages_name_the_command_the_way_the_package_was_imported(tmp_path):
+    """A copy with its tooling says ``python -m <its import name>``; a vendored copy (runtime only) names the
+    installed tool; no message spells ``python -m compat`` by hand."""
+    import shutil
+
+    host = tmp_path / "host"
+    shutil.copytree(PACKAGE, host / "_vendor" / "mc", ignore=shutil.ignore_patterns("__pycache__"))
+    (host / "__init__.py").write_text("")
+    (host / "_vendor" / "__init__.py").write_text("")
+    code = ("import host._vendor.mc.errors as e, json; print(json.dumps(e.cli_command('fields')))")
+    run = lambda: json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
+                                            cwd=tmp_path, check=True).stdout)
+    assert run() == "python -m host._vendor.mc fields"
+    shutil.rmtree(host / "_vendor" / "mc" / "tooling")
+    assert run() == "mcore-compat fields"
+    spelled = [f"{p.relative_to(PACKAGE)}:{node.lineno}" for p in PACKAGE.rglob("*.py")
+               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and "python -m compat" in node.value
+               and not (isinstance(node, ast.Constant) and _is_docstring(p, node))]
+    assert not spelled
+
+
+def _is_docstring(path: Path, node: ast.Constant) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    holders = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    return any(h.body and isinstance(h.body[0], ast.Expr) and h.body[0].value.lineno == node.lineno
+               and h.body[0].value.col_offset == node.col_offset for h in holders)
+
+
+def _layout_tool():
+    root = str(PACKAGE.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools import layout
+
+    return layout
+
+
+def test_readme_layout_lists_every_module_and_is_current():
+    layout = _layout_tool()
+    assert layout.problems() == []  # every module of compat/ is placed, runtime apart from tooling
+    assert not [m for m in layout.RUNTIME if m.startswith("tooling/")]
+    assert set(layout.TOOLING) >= {m for m in layout.modules() if m.startswith("tooling/")}
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    assert layout.replaced(readme) == readme, "README.md's Layout is stale: run python tools/layout.py"
+
+
+def test_layout_check_finds_an_unlisted_module(monkeypatch):
+    layout = _layout_tool()
+    monkeypatch.setattr(layout, "RUNTIME", [m for m in layout.RUNTIME if m != "cross.py"])
+    assert layout.problems() == ["compat/cross.py is not in tools/layout.py (RUNTIME or TOOLING)"]
+
+
+def test_readme_opens_with_use_it_in_your_project():
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    headings = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert headings[0] == "## Use it in your project"
+    section = readme.split("## Use it in your project", 1)[1].split("\n## ", 1)[0]
+    for needed in ("vendor --check", "packaging", "__init__.py", "build_ddp_config", "gate megatron-core==",
+                   "pip wheel"):
+        assert needed in section, needed
+
+
+def test_public_functions_are_annotated():
+    """Hosts run mypy/pyright on their calls: every parameter and the return of each public function is typed."""
+    import inspect
+
+    missing = []
+    for name in compat.__all__:
+        obj = getattr(compat, name)
+        if inspect.isclass(obj):
+            continue
+        sig = inspect.signature(obj)
+        missing += [f"{name}({p})" for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
+        if sig.return_annotation is inspect.Signature.empty:
+            missing.append(f"{name} -> ?")
+    assert not missing

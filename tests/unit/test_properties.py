@@ -40,9 +40,9 @@ def _valid_for(config: str, name: str):
 
 
 def spec_choices(spec):
-    from compat.annotations import parse
+    from compat.annotations import type_of
 
-    return list(parse(spec.annotation).choices or [])
+    return list(type_of(spec.annotation).choices or [])
 
 
 @lru_cache(maxsize=None)

@@ -49,10 +49,10 @@ def test_post_init_reads(version, reads):
 
 def test_optimizer_precision_fields_recorded():
     reg = registry()
-    names = {f.name for f in reg.optimizer_fields("0.19.2")}
+    names = {f.name for f in reg.schema("0.19.2", "optimizer").fields}
     assert {"use_precision_aware_optimizer", "main_grads_dtype", "use_layer_wise_distributed_optimizer",
             "muon_nesterov", "bf16", "optimizer"} <= names
-    assert "use_precision_aware_optimizer" not in {f.name for f in reg.optimizer_fields("0.10.0")}
+    assert "use_precision_aware_optimizer" not in {f.name for f in reg.schema("0.10.0", "optimizer").fields}
 
 
 @pytest.mark.network

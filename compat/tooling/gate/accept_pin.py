@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``gate --accept``: write a reviewed candidate into the registry and pin it in matrix.yaml.
+"""``gate --accept``: write a reviewed candidate into the registry, and have the caller's ``pin`` record it.
 
-The read-modify-write of registry.json and matrix.yaml runs under a lock beside registry.json (two concurrent
-accepts are serialised, none is lost), both files are written atomically (a full disk leaves the old file), and a
-release already in the registry is replaced only with ``replace=True`` (``--replace``)."""
+``pin`` is how the matrix tools (tools/matrix.py, which owns matrix.yaml) join in: it is called with the accepted
+version under the registry lock, and if it fails the registry is restored. The read-modify-write of registry.json
+runs under a lock beside it (two concurrent accepts are serialised, none is lost), files are written atomically (a
+full disk leaves the old file), and a release already in the registry is replaced only with ``replace=True``
+(``--replace``)."""
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import refresh
@@ -21,14 +23,16 @@ class ReplaceRefusedError(CompatError):
     """The candidate claims a version the registry already holds with other config facts."""
 
 
-def accept(report: GateReport, registry_path: Path | None = None, matrix_path: Path | None = None, *,
-           replace: bool = False) -> dict:
-    """Write the reviewed candidate into the registry and pin it in matrix.yaml (tools.matrix.add_pin)."""
-    from ..fsutil import atomic_write_bytes, atomic_write_text, locked, same_file
+NOT_PINNED = "not pinned: matrix.yaml is the matrix tools' file (`python tools/matrix.py gate ... --accept`)"
+
+
+def accept(report: GateReport, registry_path: Path | None = None, *, replace: bool = False,
+           pin: Callable[[str, Path], str] | None = None) -> dict:
+    """Write the reviewed candidate into the registry; ``pin(version, registry_path)`` (the matrix tools) records
+    it in the test matrix and returns what it did. Returns {version, registry, registry_action, matrix}."""
+    from ..fsutil import atomic_write_bytes, atomic_write_text, locked
 
     facts, registry_path = report.facts, Path(registry_path or DEFAULT_REGISTRY)
-    if matrix_path is not None and same_file(registry_path, matrix_path):
-        raise CompatError(f"--registry and --matrix both name {str(registry_path)!r}; nothing was written")
     if not facts.get("version"):
         raise CandidateError("cannot accept a candidate without a version (no METADATA, PKG-INFO or package_info.py)")
     version = _v.parse(facts["version"])
@@ -62,32 +66,19 @@ def accept(report: GateReport, registry_path: Path | None = None, matrix_path: P
         if not same:
             new = refresh.add_release(data, name, yanked, facts)
             atomic_write_text(registry_path, dumps_registry(new, str(registry_path)))
-        try:
-            matrix = _matrix_module()
-            kwargs = {"registry_path": registry_path, **({"path": Path(matrix_path)} if matrix_path else {})}
+        if pin is None:
+            pinned = NOT_PINNED
+        else:
             try:
-                pinned = matrix.add_pin(name, **kwargs)
-            except matrix.DuplicatePinError as exc:
-                pinned = f"not changed: {exc}"
-        except BaseException as exc:
-            if not same:
-                atomic_write_bytes(registry_path, old_raw)
-            if isinstance(exc, (ValueError, ImportError, OSError)):
-                raise CompatError(f"matrix.yaml not updated ({exc}); {registry_path} left unchanged") from None
-            raise
+                pinned = pin(name, registry_path)
+            except BaseException as exc:
+                if not same:
+                    atomic_write_bytes(registry_path, old_raw)
+                if isinstance(exc, (ValueError, ImportError, OSError)):
+                    raise CompatError(f"matrix.yaml not updated ({exc}); {registry_path} left unchanged") from None
+                raise
     action = ("already registered, unchanged" if same else
               "replaced" if existing is not None else "added")
     report.accepted = {"version": name, "registry": str(registry_path), "registry_action": action,
                        "matrix": pinned}
     return report.accepted
-
-
-def _matrix_module():
-    try:
-        from tools import matrix
-    except ImportError:  # run from outside the repository: tools/ sits next to compat/
-        root = str(Path(__file__).resolve().parents[3])
-        if root not in sys.path:
-            sys.path.insert(0, root)
-        from tools import matrix
-    return matrix

@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from ...errors import one_line
 from .accept_pin import accept
 from .candidate import GateUsageError
 from .config_gate import gate, load_registry, resolve_against
@@ -36,29 +37,31 @@ def cmd_gate(args) -> int:
         print("usage error: --replace only applies with --accept", file=sys.stderr)
         return 2
     # Path("") is ".", a directory: an empty --registry/--matrix is refused, never read as "use the default"
-    registry, matrix = (None if p is None else Path(p) for p in (args.registry, args.matrix))
+    registry, matrix = (None if p is None else Path(p) for p in (args.registry, getattr(args, "matrix", None)))
+    tools = args.matrix_tools  # None in the package's own CLI: matrix.yaml belongs to the repository's tools/
     try:
         reg = load_registry(registry)
         against = resolve_against(reg, args.against) if args.against is not None else None
-        report = gate(args.candidate, reg, against, matrix=matrix)
+        pinned = tools.pinned(matrix, registry) if tools is not None else None
+        report = gate(args.candidate, reg, against, pinned=pinned)
         if args.accept:
-            accept(report, registry, matrix, replace=args.replace)
+            accept(report, registry, replace=args.replace, pin=tools.pinner(matrix, registry) if tools else None)
     except GateUsageError as exc:
-        from ..cli import message_line
 
-        print(f"usage error: {message_line(exc)}", file=sys.stderr)
+        print(f"usage error: {one_line(exc)}", file=sys.stderr)
         return 2
     print(json.dumps(_json_safe(report.to_dict()), indent=1, default=str, allow_nan=False) if args.json
           else report.to_markdown())
     for section, lane in (("Checkpoints", report.checkpoints()), ("Training", report.training())):
         if lane and lane["status"] == "unreadable":  # the report went out without that section
-            from ..cli import message_line
-
-            print(f"warning: {message_line(lane['error'])}; the report has no {section} section", file=sys.stderr)
+    
+            print(f"warning: {one_line(lane['error'])}; the report has no {section} section", file=sys.stderr)
     return report.exit_code
 
 
-def register(sub) -> None:
+def register(sub, matrix_tools=None) -> None:
+    """The ``gate`` command. ``matrix_tools`` (tools/matrix.py's, in this repository) adds ``--matrix``: it lists
+    the pins (``pinned(matrix, registry)``) and pins an accepted release (``pinner(matrix, registry)``)."""
     p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
                        description=GATE_DOC)
     p.add_argument("candidate", nargs="?",
@@ -68,9 +71,11 @@ def register(sub) -> None:
                    help="registry release to compare with (default: the newest; for a candidate that is already a "
                         "registry release, the pin before it in matrix.yaml)")
     p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
-    p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
+    if matrix_tools is not None:
+        p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
     p.add_argument("--accept", action="store_true",
-                   help="after review: write the candidate into the registry and pin it in matrix.yaml (exit 0)")
+                   help="after review: write the candidate into the registry (exit 0); the matrix tools' gate "
+                        "(python tools/matrix.py gate) also pins it in matrix.yaml")
     p.add_argument("--replace", action="store_true",
                    help="with --accept: overwrite a registry release of the same version whose config differs "
                         "(refused otherwise)")
@@ -82,4 +87,4 @@ def register(sub) -> None:
                    help="with --project: check every release in the range, one table (use x release)")
     p.add_argument("--all-rows", action="store_true",
                    help="with --window: also list uses that fail the same way on every release of the range")
-    p.set_defaults(func=cmd_gate)
+    p.set_defaults(func=cmd_gate, matrix_tools=matrix_tools)

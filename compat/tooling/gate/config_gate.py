@@ -144,17 +144,18 @@ def resolve_against(reg: Registry, against: str | None) -> str:
 
 
 def gate(candidate, reg: Registry | None = None, against: str | None = None, *, renames=None, rules=None,
-         dest: Path | None = None, matrix: Path | None = None) -> GateReport:
+         dest: Path | None = None, pinned: list[str] | None = None) -> GateReport:
     """Locate (download) CANDIDATE, extract it with ast and compare it with the registry.
 
     Without ``against``, a candidate that is a registry release (same config) is compared with the pin before it
-    in matrix.yaml (``matrix``, default the repository's): comparing a release with itself says nothing."""
+    among ``pinned`` (matrix.yaml's versions, which the matrix tools pass): comparing a release with itself says
+    nothing."""
     reg = reg if reg is not None else load_registry()
     path, yanked = locate(str(candidate), dest)
     facts = read_candidate(path)
     report = compare(facts, reg, against, renames=renames, rules=rules, source=str(candidate), yanked=yanked)
     if against is None and report.label and not report.label["differs"]:
-        before = previous_pin(report.label["claims"], matrix)
+        before = previous_pin(report.label["claims"], pinned)
         if before is not None:
             report = compare(facts, reg, before, renames=renames, rules=rules, source=str(candidate), yanked=yanked)
             report.baseline = (f"{report.label['claims']} is already in the registry (same config); compared with "

@@ -8,7 +8,7 @@ it means for a project on that pin.
 """
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 
 from ... import version as _v
 from ...errors import VersionError
@@ -34,14 +34,8 @@ def label_record(claimed: str, changes: list) -> dict:
     return {"claims": claimed, "differs": bool(changes), "changes": len(changes), "shown": shown}
 
 
-def previous_pin(version: str, matrix_path: Path | None = None) -> str | None:
-    """The newest matrix.yaml pin older than ``version``; None when matrix.yaml (or PyYAML) is not at hand."""
-    try:
-        from .accept_pin import _matrix_module
-
-        matrix = _matrix_module()
-        pins = matrix.load_matrix(matrix_path) if matrix_path else matrix.load_matrix()
-    except (ImportError, OSError, ValueError):
-        return None
-    older = [p.version for p in pins if _v.is_newer(version, p.version)]
+def previous_pin(version: str, pinned: Iterable[str] | None) -> str | None:
+    """The newest pinned version older than ``version`` (``pinned``: the test matrix's pins, oldest first, from the
+    matrix tools); None without pins."""
+    older = [p for p in pinned or () if _v.is_newer(version, p)]
     return older[-1] if older else None

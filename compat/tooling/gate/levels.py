@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ...annotations import Member, TypeSpec, parse
+from ...annotations import Member, TypeSpec, type_of
 from ...registry import Check, Field, Schema
 
 WIDENED, NARROWED, UNKNOWN = "widened", "narrowed", "unknown"
@@ -50,7 +50,7 @@ def _covers(new: TypeSpec, member: Member) -> bool | None:
 
 def annotation_fit(old: str, new: str) -> Fit:
     """Does every value the old annotation admits still fit the new one?"""
-    o, n = parse(old), parse(new)
+    o, n = type_of(old), type_of(new)
     lost, unknown = [], False
     for member in o.members:
         if member.kind == "literal":

@@ -9,6 +9,7 @@ from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
 from .lookup import OPAQUE, Surface, Target
+from .model import PARAMS, VARARGS, VARKW
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
@@ -23,7 +24,6 @@ DEPRECATED = "deprecated"
 NOT_SHIPPED = "not shipped in the wheel"
 BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
             GIVEN_TWICE, OVERRIDE)
-KINDS = BREAKING + (DEPRECATED, NOT_SHIPPED)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
            UNEXPECTED_KEYWORD: "call", MISSING_REQUIRED: "call", TOO_MANY_POSITIONAL: "call", GIVEN_TWICE: "call"}
 
@@ -69,22 +69,22 @@ class _Params:
     def __init__(self, sig: dict):
         self.sig = sig
         self.by_name = {}
-        for index, (name, kind, _default) in enumerate(sig["p"]):
+        for index, (name, kind, _default) in enumerate(sig[PARAMS]):
             self.by_name.setdefault(name, (index, kind))
 
     def accepts(self, keyword: str) -> bool:
-        return bool(self.sig["kw"]) or self.by_name.get(keyword, (0, 0))[1] in (1, 2)
+        return bool(self.sig[VARKW]) or self.by_name.get(keyword, (0, 0))[1] in (1, 2)
 
     def positional_index(self, keyword: str) -> int | None:
         index, kind = self.by_name.get(keyword, (None, None))
         return index if kind == 1 else None
 
     def positional_capacity(self) -> int | None:
-        return None if self.sig["va"] else sum(1 for p in self.sig["p"] if p[1] in (0, 1))
+        return None if self.sig[VARARGS] else sum(1 for p in self.sig[PARAMS] if p[1] in (0, 1))
 
     def missing_required(self, positional: int, keywords: set) -> list:
         missing = []
-        for index, (name, kind, has_default) in enumerate(self.sig["p"]):
+        for index, (name, kind, has_default) in enumerate(self.sig[PARAMS]):
             if has_default:
                 continue
             if kind in (0, 1) and index < positional:
@@ -300,7 +300,7 @@ def _suggestion_pool(surface: Surface, subject: str, keywords: bool) -> list[str
     pool: set[str] = set()
     for t in res.targets if res.ok else []:
         if keywords:
-            pool |= {p[0] for p in (surface.call_signature(t) or {"p": []})["p"]}
+            pool |= {p[0] for p in (surface.call_signature(t) or {PARAMS: []})[PARAMS]}
         else:
             pool |= set(surface.names_in(t))
     surface._memo[key] = sorted(pool)
@@ -369,3 +369,12 @@ def _blocked(failing: _Names, name: str) -> bool:
 def _ranges(present: list, ordered: list) -> list[str]:
     """Contiguous runs of ``present`` in ``ordered``: ["0.7.0..0.16.1", "0.19.2"]."""
     return [r[0] if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in _v.runs(present, ordered)]
+
+
+def summary(findings) -> dict:
+    """Counts of the findings by what they mean for the report."""
+    return {"breaking": sum(1 for f in findings if f.breaks and not f.on_against),
+            "guarded": sum(1 for f in findings if f.kind in BREAKING and f.guarded),
+            "also_on_against": sum(1 for f in findings if f.breaks and f.on_against),
+            "deprecated": sum(1 for f in findings if f.kind == DEPRECATED),
+            "not_shipped": sum(1 for f in findings if f.kind == NOT_SHIPPED)}

@@ -12,7 +12,8 @@ import enum
 import functools
 from dataclasses import dataclass, field
 
-from .model import bindings, parse_fields, parse_signature
+from .model import (ALL, ATTRS, BASES, DATACLASS, DC_FIELDS, DC_INIT, DEPRECATED, HAS_GETATTR, MODULE, NAMES,
+                    PARAMS, STAR, VARARGS, VARKW, bindings, parse_fields, parse_signature)
 
 # Bases whose attribute sets are known without reading them (stdlib); any other outside base leaves a class open.
 _CLOSED_BASES = {"object": object, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Flag": enum.Flag,
@@ -177,24 +178,24 @@ class Surface:
         if entry is None:
             return [OPAQUE]
         hits: dict = {}
-        for binding in bindings(entry["n"].get(name)):
+        for binding in bindings(entry[NAMES].get(name)):
             hits.update(dict.fromkeys((yield from self._follow_g(module, name, _split(binding)))))
         if hits:
             return list(hits)
-        for star in entry.get("star", []):
+        for star in entry.get(STAR, []):
             source = self.modules.get(star)
             if source is None:
                 if not star.startswith("megatron"):
                     return [OPAQUE]  # from outside_package import *: could bind anything
                 continue
-            exported = source.get("all")
+            exported = source.get(ALL)
             if (exported is None and not name.startswith("_")) or (exported and name in exported):
                 found = yield ("mm", star, name)
                 if found:
                     return found
         if f"{module}.{name}" in self.modules:
             return [Target("module", f"{module}.{name}")]
-        if entry.get("ga") or name in _MODULE_DUNDERS:
+        if entry.get(HAS_GETATTR) or name in _MODULE_DUNDERS:
             return [OPAQUE]
         return []
 
@@ -218,7 +219,7 @@ class Surface:
             return (yield ("mm", source, imported)) or [OPAQUE]  # a broken re-export is not the user's
         if kind == "a":
             head, *rest = binding[1].split(".")
-            current = (yield ("mm", module, head)) if head in self.modules[module]["n"] else [OPAQUE]
+            current = (yield ("mm", module, head)) if head in self.modules[module][NAMES] else [OPAQUE]
             for part in rest:
                 current = yield from self._chain_g(current, [part])
                 if not current or OPAQUE in current:
@@ -230,7 +231,7 @@ class Surface:
     def _bases_g(self, qual: str):
         entry = self.classes.get(qual)
         out = []
-        for base in entry["b"] if entry else []:
+        for base in entry[BASES] if entry else []:
             if base == "?":
                 out.append(OPAQUE)
                 continue
@@ -239,8 +240,8 @@ class Surface:
                 out.append(Target("builtin", short if short in _CLOSED_BASES else base))
                 continue
             head, *rest = base.split(".")
-            module = entry["m"]
-            if head in self.modules[module]["n"]:
+            module = entry[MODULE]
+            if head in self.modules[module][NAMES]:
                 targets = yield ("mm", module, head)
                 targets = yield from self._chain_g(targets, rest)
                 classes = [t for t in targets if t.kind == "class"]
@@ -257,7 +258,7 @@ class Surface:
         entry = self.classes.get(qual)
         if entry is None:
             return [OPAQUE]
-        found = bindings(entry["a"].get(name))
+        found = bindings(entry[ATTRS].get(name))
         if found:
             out: dict = {}
             for b in map(_split, found):
@@ -275,7 +276,7 @@ class Surface:
                     return [OPAQUE]
             else:
                 return [OPAQUE]  # an outside base (torch.nn.Module, ...): its attributes are not known here
-        if entry.get("ga"):
+        if entry.get(HAS_GETATTR):
             return [OPAQUE]
         return [] if name != "__init__" else [OPAQUE]
 
@@ -290,10 +291,10 @@ class Surface:
     def deprecation(self, target: Target, name: str) -> str | None:
         if target.kind == "module":
             entry = self.modules.get(target.name, {})
-            return entry.get("dep", {}).get(name)
+            return entry.get(DEPRECATED, {}).get(name)
         if target.kind == "class":
             entry = self.classes.get(target.name, {})
-            return entry.get("dep", {}).get(name)
+            return entry.get(DEPRECATED, {}).get(name)
         return None
 
     def module_deprecation(self, module: str) -> str | None:
@@ -336,18 +337,18 @@ class Surface:
         mro = self.mro(qual)
         for t in mro:
             if t.kind == "builtin":
-                return {"p": [], "va": 0, "kw": 0} if t.name in ("object", "ABC", "abc.ABC") else None
+                return {PARAMS: [], VARARGS: 0, VARKW: 0} if t.name in ("object", "ABC", "abc.ABC") else None
             if t.kind != "class":
                 return None  # an outside base decides (torch.nn.Module subclasses define their own __init__)
             entry = self.classes[t.name] if t.name in self.classes else None
             if entry is None:
                 return None
-            if "__new__" in entry["a"]:
+            if "__new__" in entry[ATTRS]:
                 return None
-            inits = [_split(b) for b in bindings(entry["a"].get("__init__")) if b.startswith("f ")]
+            inits = [_split(b) for b in bindings(entry[ATTRS].get("__init__")) if b.startswith("f ")]
             if inits:
                 return _union([_drop_first(_sig(b[1])) for b in inits])
-            if entry.get("dc", {}).get("init"):
+            if entry.get(DATACLASS, {}).get(DC_INIT):
                 return self.dataclass_signature(mro)
         return None
 
@@ -357,13 +358,13 @@ class Surface:
             if t.kind == "builtin":
                 continue
             if t.kind != "class":
-                return {"p": [], "va": 0, "kw": 1}  # fields of an outside base are unknown: accept any keyword
-            dc = self.classes.get(t.name, {}).get("dc")
-            for name, has_default, in_init, kw_only in parse_fields((dc or {}).get("f", "")):
+                return {PARAMS: [], VARARGS: 0, VARKW: 1}  # fields of an outside base are unknown: accept any keyword
+            dc = self.classes.get(t.name, {}).get(DATACLASS)
+            for name, has_default, in_init, kw_only in parse_fields((dc or {}).get(DC_FIELDS, "")):
                 fields.pop(name, None)
                 if in_init:
                     fields[name] = [name, 2 if kw_only else 1, has_default]
-        return {"p": list(fields.values()), "va": 0, "kw": 0}
+        return {PARAMS: list(fields.values()), VARARGS: 0, VARKW: 0}
 
     def names_in(self, target: Target) -> list[str]:
         """The names visible in a module or class (for close-match suggestions)."""
@@ -377,12 +378,12 @@ class Surface:
                     if parent:
                         self._children.setdefault(parent, []).append(child)
             entry = self.modules.get(target.name, {})
-            return sorted(set(entry.get("n", {})) | set(self._children.get(target.name, ())))
+            return sorted(set(entry.get(NAMES, {})) | set(self._children.get(target.name, ())))
         if target.kind == "class":
             names = set()
             for t in self.mro(target.name):
                 if t.kind == "class" and t.name in self.classes:
-                    names |= set(self.classes[t.name]["a"])
+                    names |= set(self.classes[t.name][ATTRS])
             return sorted(names)
         return []
 
@@ -404,10 +405,10 @@ def _sig(text: str) -> dict:
 
 
 def _drop_first(sig: dict) -> dict:
-    params = sig["p"]
+    params = sig[PARAMS]
     if params and params[0][1] in (0, 1):
         params = params[1:]
-    return {**sig, "p": params}
+    return {**sig, PARAMS: params}
 
 
 def _union(sigs: list) -> dict:
@@ -416,13 +417,14 @@ def _union(sigs: list) -> dict:
         return sigs[0]
     names: dict[str, list] = {}
     for sig in sigs:
-        for name, kind, default in sig["p"]:
+        for name, kind, default in sig[PARAMS]:
             if name in names:
                 names[name][2] = names[name][2] or default
             else:
                 names[name] = [name, kind, default]
-    in_each = [{p[0] for p in sig["p"]} for sig in sigs]
+    in_each = [{p[0] for p in sig[PARAMS]} for sig in sigs]
     for name, entry in names.items():
         if not all(name in present for present in in_each):
             entry[2] = 1
-    return {"p": list(names.values()), "va": int(any(s["va"] for s in sigs)), "kw": int(any(s["kw"] for s in sigs))}
+    return {PARAMS: list(names.values()), VARARGS: int(any(s[VARARGS] for s in sigs)),
+            VARKW: int(any(s[VARKW] for s in sigs))}

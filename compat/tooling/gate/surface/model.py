@@ -7,7 +7,7 @@ The model is plain JSON data, so that it can be cached per wheel:
   "ga": has a module-level ``__getattr__``, "dep": {name: deprecation note}, "all": [names] or absent}``.
   Directories without ``__init__.py`` and compiled extensions are modules too (the latter open: ``ga``).
 - ``classes``: qualified name -> ``{"m": module, "b": [base expression, ...], "a": {attr: [binding, ...]},
-  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``, "enum": [member, ...]}``.
+  "dc": dataclass fields or absent, "dep": {attr: note}, "ga": has ``__getattr__``}``.
 
 A binding is a short string (JSON of strings parses several times faster than nested lists, and 26 cached models
 are read on every run): ``c QUALNAME`` class, ``f HOW SIGNATURE`` function (HOW: ``m`` method, ``s`` static,
@@ -38,6 +38,15 @@ _DATACLASS_DECORATORS = {"dataclass", "dataclasses.dataclass"}
 _NOTE_WIDTH = 200
 # "Deprecated property - use ...", ".. deprecated::", "This function is deprecated"; not "warns about deprecated x"
 _DEPRECATED_DOC = re.compile(r"^\W*deprecated\b|\b(is|are|been|now) deprecated\b", re.IGNORECASE)
+
+
+# The model's JSON keys, short because every run reads 26 cached models; spelled only through these names.
+IS_PACKAGE, NAMES, STAR, ALL = "p", "n", "star", "all"  # a module
+MODULE, BASES, ATTRS, DATACLASS = "m", "b", "a", "dc"  # a class
+HAS_GETATTR, DEPRECATED = "ga", "dep"  # a module or a class
+DC_INIT, DC_FIELDS = "init", "f"  # a class's dataclass entry
+# A parsed signature (``parse_signature``): its parameters and whether it takes *args / **kwargs.
+PARAMS, VARARGS, VARKW = "p", "va", "kw"
 
 
 def module_name(path: str) -> tuple[str, bool]:
@@ -77,7 +86,7 @@ def parse_signature(text: str) -> dict:
     for item in params.split(",") if params else []:
         name, kind, default = item.split(":")
         out.append([name, int(kind), int(default)])
-    return {"p": out, "va": int(flags[0]), "kw": int(flags[1])}
+    return {PARAMS: out, VARARGS: int(flags[0]), VARKW: int(flags[1])}
 
 
 def parse_fields(text: str) -> list:
@@ -381,16 +390,16 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
     scope.visit_block(node.body, in_class=True)
     for name in _instance_attributes(node):
         scope.bind(name, "v")
-    entry = {"m": module, "b": [b for b in (dotted(base) for base in node.bases) if b], "a": _compact(scope.names)}
+    entry = {MODULE: module, BASES: [b for b in (dotted(base) for base in node.bases) if b], ATTRS: _compact(scope.names)}
     if len([b for b in node.bases if dotted(b) is None]):
-        entry["b"].append("?")  # a base we cannot name (a call, a subscript): the class stays open
+        entry[BASES].append("?")  # a base we cannot name (a call, a subscript): the class stays open
     options = _dataclass_options(node)
     if options is not None:
-        entry["dc"] = {"init": int(options["init"]), "f": _dataclass_fields(node, options["kw_only"])}
+        entry[DATACLASS] = {DC_INIT: int(options["init"]), DC_FIELDS: _dataclass_fields(node, options["kw_only"])}
     if scope.dep:
-        entry["dep"] = scope.dep
+        entry[DEPRECATED] = scope.dep
     if scope.getattr:
-        entry["ga"] = 1
+        entry[HAS_GETATTR] = 1
     previous = model["classes"].get(qual)
     model["classes"][qual] = _merge_class(previous, entry) if previous else entry
 
@@ -398,18 +407,18 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
 def _merge_class(old: dict, new: dict) -> dict:
     """A class defined in two branches (``if HAVE_TE: class X ... else: class X ...``): the union."""
     merged = dict(new)
-    merged["b"] = old["b"] + [b for b in new["b"] if b not in old["b"]]
-    attrs = {k: bindings(v) for k, v in old["a"].items()}
-    for name, value in new["a"].items():
+    merged[BASES] = old[BASES] + [b for b in new[BASES] if b not in old[BASES]]
+    attrs = {k: bindings(v) for k, v in old[ATTRS].items()}
+    for name, value in new[ATTRS].items():
         known = attrs.setdefault(name, [])
         known.extend(b for b in bindings(value) if b not in known)
-    merged["a"] = _compact(attrs)
-    for key in ("ga",):
+    merged[ATTRS] = _compact(attrs)
+    for key in (HAS_GETATTR,):
         if old.get(key):
             merged[key] = 1
-    merged["dep"] = {**old.get("dep", {}), **new.get("dep", {})}
-    if not merged["dep"]:
-        merged.pop("dep")
+    merged[DEPRECATED] = {**old.get(DEPRECATED, {}), **new.get(DEPRECATED, {})}
+    if not merged[DEPRECATED]:
+        merged.pop(DEPRECATED)
     return merged
 
 
@@ -418,35 +427,35 @@ def index_module(model: dict, path: str, source: bytes, budget: SourceBudget | N
     of ``compat.tooling.pysource`` or not valid Python is listed as unparsed (its names accepted); the whole candidate
     passing ``budget`` raises ``SourceTooLargeError``."""
     module, is_package = module_name(path)
-    entry = model["modules"].setdefault(module, {"p": int(is_package), "n": {}})
-    entry["p"] = int(entry["p"] or is_package)
+    entry = model["modules"].setdefault(module, {IS_PACKAGE: int(is_package), NAMES: {}})
+    entry[IS_PACKAGE] = int(entry[IS_PACKAGE] or is_package)
     try:
         tree = parse_source(source, path, budget)
     except (SourceTooLargeError, SourceUnparsableError) as exc:
         if isinstance(exc, SourceTooLargeError) and _within_file_caps(source):
             raise  # the candidate as a whole is over its budget, not this file over its caps
         model["unparsed"].append(path)
-        entry["ga"] = 1  # unreadable: accept anything rather than report false removals
+        entry[HAS_GETATTR] = 1  # unreadable: accept anything rather than report false removals
         return
     scope = _Scope(model, module, is_package, module)
     try:
         scope.visit_block(tree.body)
     except RecursionError:  # a pathologically nested file: accept its names rather than fail the gate
         model["unparsed"].append(path)
-        entry["ga"] = 1
+        entry[HAS_GETATTR] = 1
         return
-    entry["n"] = _compact(scope.names)
+    entry[NAMES] = _compact(scope.names)
     if scope.star:
-        entry["star"] = scope.star
+        entry[STAR] = scope.star
     if scope.all is not None:
-        entry["all"] = scope.all
+        entry[ALL] = scope.all
     if scope.getattr:
-        entry["ga"] = 1
+        entry[HAS_GETATTR] = 1
     note = _module_warns_deprecation(tree)
     if note:
         entry["mdep"] = note
     if scope.dep:
-        entry["dep"] = scope.dep
+        entry[DEPRECATED] = scope.dep
 
 
 def _within_file_caps(source: bytes) -> bool:
@@ -474,14 +483,14 @@ def build_model(source, *, sha256: str | None = None, version: str | None = None
         parts = PurePosixPath(rel).parts
         package = parts[0]
         for part in parts[1:-1]:  # every directory on the way is importable (namespace packages)
-            model["modules"].setdefault(package, {"p": 1, "n": {}})
+            model["modules"].setdefault(package, {IS_PACKAGE: 1, NAMES: {}})
             package = f"{package}.{part}"
-        model["modules"].setdefault(package, {"p": 1, "n": {}})
+        model["modules"].setdefault(package, {IS_PACKAGE: 1, NAMES: {}})
         if rel.endswith(".py"):
             index_module(model, rel, source.read(root + rel), budget)
         elif rel.endswith(_EXTENSION_SUFFIXES):
             module, _ = module_name(rel)
-            model["modules"].setdefault(module, {"p": 0, "n": {}})["ga"] = 1
+            model["modules"].setdefault(module, {IS_PACKAGE: 0, NAMES: {}})[HAS_GETATTR] = 1
     if source.kind == "tree":
         _unbuilt_extensions(model, [n[len(root):] for n in source.names() if n.startswith(root + PACKAGE + "/")],
                             lambda rel: source.read(root + rel))
@@ -509,4 +518,4 @@ def _unbuilt_extensions(model: dict, names: list, read) -> None:
             stem = filename.rsplit(".", 1)[0]
             built = [stem, f"{stem}_cpp"]
         for name in built:
-            model["modules"].setdefault(f"{package}.{name}", {"p": 0, "n": {}, "ga": 1})
+            model["modules"].setdefault(f"{package}.{name}", {IS_PACKAGE: 0, NAMES: {}, HAS_GETATTR: 1})

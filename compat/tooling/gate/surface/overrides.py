@@ -17,7 +17,7 @@ from ....errors import VersionError
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
-from .model import parse_signature
+from .model import ATTRS, HAS_GETATTR, PARAMS, VARARGS, VARKW, parse_signature
 
 
 def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None:
@@ -35,12 +35,12 @@ def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None
         functions = [t for t in res.targets if t.kind == "function" and t.how in ("m", "f")] if res.ok else []
         if functions:
             sig = parse_signature(functions[0].sig)
-            return {**sig, "p": sig["p"][1:] if sig["p"] and sig["p"][0][1] in (0, 1) else sig["p"]}
+            return {**sig, PARAMS: sig[PARAMS][1:] if sig[PARAMS] and sig[PARAMS][0][1] in (0, 1) else sig[PARAMS]}
     return None
 
 
 def _takes(sig: dict, name: str) -> bool:
-    return bool(sig["kw"]) or any(p[0] == name and p[1] in (1, 2) for p in sig["p"])
+    return bool(sig[VARKW]) or any(p[0] == name and p[1] in (1, 2) for p in sig[PARAMS])
 
 
 def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Finding]:
@@ -49,14 +49,14 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
         if use.how != "override":
             continue
         base = _method_sig(surface, use.name, use.alternatives)
-        if base is None or base["kw"] or base["va"]:
+        if base is None or base[VARKW] or base[VARARGS]:
             continue  # not an override, or a base that forwards anything (its callers' keywords are unknown)
         mine = parse_signature(use.sig)
-        mine = {**mine, "p": mine["p"][1:]}
+        mine = {**mine, PARAMS: mine[PARAMS][1:]}
         old = _method_sig(previous, use.name, use.alternatives) if previous is not None else None
-        old_names = {p[0] for p in old["p"]} if old else None
-        guard = "the override takes *args (line %d)" % use.line if mine["va"] else None
-        for name, kind, has_default in base["p"]:
+        old_names = {p[0] for p in old[PARAMS]} if old else None
+        guard = "the override takes *args (line %d)" % use.line if mine[VARARGS] else None
+        for name, kind, has_default in base[PARAMS]:
             if kind == 0 or _takes(mine, name):
                 continue
             new = old_names is not None and name not in old_names
@@ -65,8 +65,8 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
                                         guard, f"the candidate's {use.name.rsplit('.', 1)[-1]} takes {name}"
                                         f"{'' if has_default else ' (required)'}; this override cannot receive it",
                                         use="override"))
-        base_names = {p[0] for p in base["p"]}
-        for name, _kind, has_default in mine["p"]:
+        base_names = {p[0] for p in base[PARAMS]}
+        for name, _kind, has_default in mine[PARAMS]:
             if not has_default and old_names is not None and name in old_names and name not in base_names:
                 findings.append(Finding(use.path, use.line, f"{use.name}({name}=)", OVERRIDE, guard is not None,
                                         guard, f"the candidate's base no longer has {name}, which this override "
@@ -95,7 +95,7 @@ def _sets_on_self(surface: Surface, name: str) -> bool | None:
     for cls in classes:
         for t in surface.mro(cls.name):
             entry = surface.classes.get(t.name) if t.kind == "class" else None
-            if entry is not None and (attr in entry["a"] or entry.get("ga")):
+            if entry is not None and (attr in entry[ATTRS] or entry.get(HAS_GETATTR)):
                 return True
     return False
 

@@ -44,7 +44,7 @@ class SurfaceReport:
     def to_dict(self) -> dict:
         return {"candidate": self.candidate, "source": self.source, "project": self.project,
                 "against": self.against, "exit_code": self.exit_code,
-                "summary": summary(self.findings),
+                "summary": c.summary(self.findings),
                 "scan": {"files": self.scan.files, "megatron_files": self.scan.megatron_files,
                          "uses": len(self.scan.uses), "skipped": [list(s) for s in self.scan.skipped],
                          "project_packages": self.scan.own_packages},
@@ -55,14 +55,6 @@ class SurfaceReport:
         from .report import markdown
 
         return markdown(self)
-
-
-def summary(findings) -> dict:
-    return {"breaking": sum(1 for f in findings if f.breaks and not f.on_against),
-            "guarded": sum(1 for f in findings if f.kind in c.BREAKING and f.guarded),
-            "also_on_against": sum(1 for f in findings if f.breaks and f.on_against),
-            "deprecated": sum(1 for f in findings if f.kind == c.DEPRECATED),
-            "not_shipped": sum(1 for f in findings if f.kind == c.NOT_SHIPPED)}
 
 
 def candidate_path(spec: str) -> Path:

@@ -9,7 +9,6 @@ from collections import defaultdict
 
 from ...text import md_code, md_text
 from . import check as c
-from .release_gate import summary
 
 _MAX_ROWS = 200  # per section; the JSON output has every finding
 
@@ -49,7 +48,7 @@ def _not_shipped(findings) -> list[str]:
 
 
 def markdown(report) -> str:
-    counts = summary(report.findings)
+    counts = c.summary(report.findings)
     verdict = "BREAKS" if report.exit_code else "OK"
     scan = report.scan
     lines = [f"# Surface gate: megatron-core {md_text(report.candidate)} on {md_code(report.project)}: {verdict}", "",

@@ -11,7 +11,7 @@ from ..candidate import GateUsageError, fetch_release
 from ...text import md_code, md_text
 from . import check as c
 from .cache import cached_wheels, model_for, release_models
-from .release_gate import check_model, parse_window, summary
+from .release_gate import check_model, parse_window
 from .lookup import Surface
 from .project import scan_project
 from .report import cell_code
@@ -52,7 +52,7 @@ class WindowReport:
     def to_dict(self) -> dict:
         return {"project": self.project, "window": list(self.window), "releases": self.releases,
                 "releases_from": self.listed_from, "supported": self.supported, "exit_code": self.exit_code,
-                "per_release": {v: summary(self.reports[v].findings) for v in self.releases},
+                "per_release": {v: c.summary(self.reports[v].findings) for v in self.releases},
                 "rows": self.rows(), "notes": self.notes,
                 "findings": [dict(f.to_dict(), release=v) for v in self.releases for f in self.reports[v].findings]}
 
@@ -66,7 +66,7 @@ class WindowReport:
         lines += [f"- note: {md_text(n)}" for n in self.notes]
         lines += ["", "| release | unguarded breaks | guarded | deprecated | not shipped |", "|---|---|---|---|---|"]
         for v in self.releases:
-            s = summary(self.reports[v].findings)
+            s = c.summary(self.reports[v].findings)
             lines.append(f"| {v} | {s['breaking']} | {s['guarded']} | {s['deprecated']} | {s['not_shipped']} |")
         rows = [r for r in self.rows() if r["kind"] != c.NOT_SHIPPED]
         steady = [r for r in rows if len(set(r["cells"].values())) == 1]
