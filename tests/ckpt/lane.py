@@ -456,7 +456,7 @@ def _print_table(args, variants) -> None:
         print(f"  {vid:28} {v['status']:10}{extra}")
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pair", help="save with --old-python, load with --new-python, compare")
@@ -473,7 +473,11 @@ def main(argv=None) -> int:
                    "benchmarks/results/ (tracked); without it they go to benchmarks/results/raw/ (ignored)")
     p.add_argument("--torchrun", action="store_true", help="launch each side's ranks with torchrun --standalone")
     sub.add_parser("table", help="re-render benchmarks/results/ckpt_lane.md from ckpt_lane.json")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.command == "table":
         from compat.tooling.fsutil import atomic_write_text
 

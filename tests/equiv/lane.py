@@ -538,7 +538,7 @@ def run_verdicts(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pin", help="run the lane on one pin (its venv's python)")
@@ -559,7 +559,11 @@ def main(argv=None) -> int:
     sub.add_parser("table", help="re-render equivalence.md from equivalence.json")
     d = sub.add_parser("verdicts", help="write compat/data/training_lane.json from equivalence.json")
     d.add_argument("--check", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.command == "pin":
         return run_pin(args)
     if args.command == "compare":

@@ -28,3 +28,31 @@ def test_unrecorded_results_are_ignored_by_git_and_recorded_ones_are_not():
     assert results_dir_for(False) == UNRECORDED and results_dir_for(True) == RECORDED
     assert all(_ignored(UNRECORDED / name) for name in WRITTEN)
     assert not any(_ignored(RECORDED / name) for name in WRITTEN)
+
+
+def _lane(path: str):
+    """tests/ckpt/lane.py or tests/equiv/lane.py, loaded under a name of its own (both are scripts named lane)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"lane_{Path(path).parent.name}", ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path, argv", [
+    ("tests/ckpt/lane.py", ["pair", "--old", "0.18.2", "--new", "0.19.2", "--old-python", "p", "--new-python", "p"]),
+    ("tests/equiv/lane.py", ["compare", "--require-all"]),  # the noxfile's equiv session runs exactly this
+])
+def test_a_lane_records_the_tracked_results_only_when_asked(path, argv):
+    parser = _lane(path).parser()
+    assert parser.parse_args(argv).record is False
+    assert parser.parse_args([*argv, "--record"]).record is True
+
+
+def test_the_checkpoint_lane_writes_its_table_and_timing_only_into_the_directory_it_is_given(tmp_path):
+    lane = _lane("tests/ckpt/lane.py")
+    row = {"pair": "0.18.2->0.19.2", "old": "0.18.2", "new": "0.19.2", "variants": {}}
+    lane.record(row, {"old": "0.18.2", "new": "0.19.2", "loadavg": "0 0 0"}, "gloo", str(tmp_path / "out"))
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "ckpt_lane.json", "ckpt_lane.md", "ckpt_lane_time.json"]
