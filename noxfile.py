@@ -336,7 +336,8 @@ def gate(session: nox.Session) -> None:
 # ------------------------------------------------------------------------------- checkpoint lane (issue 11)
 # A checkpoint saved with pin N-1 must load on pin N with every optimizer byte intact. One session per adjacent
 # pair of pins (`ckpt-<old>-to-<new>`, tags ckpt + cpu); it saves in the old pin's venv and loads in the new pin's
-# venv, in separate processes (tests/ckpt/lane.py). Each pin's lane venv (`ckpt-venv-<version>`, the pin's recipe
+# venv, in separate processes (tests/ckpt/lane.py); its tables and timings go to the ignored benchmarks/results/raw/
+# unless the pair session is given `-- --record` (tools/results.py). Each pin's lane venv (`ckpt-venv-<version>`, the pin's recipe
 # plus psutil) is a session of its own that the pair sessions require, so `nox -t ckpt` builds 13 venvs, not 24.
 CKPT_DEPS = ["psutil"]  # dist_checkpointing's forked writer needs it; without it a rank hangs forever
 CKPT_PYTHON: dict[str, str] = {}  # "<backend>:<version>" -> python of that pin's lane venv (filled by its session)
@@ -411,7 +412,8 @@ for _old, _new in zip(CKPT_PINS, CKPT_PINS[1:]):
 # ------------------------------------------------------------------------------ equivalence lane (issue 18)
 # The same tiny GPTModel, weights, batches and config on every pin from tests/equiv/expected.yaml's first_pin on:
 # `equiv-<version>` trains it in that pin's lane venv (tag requirement: pulled in by `equiv`, never a CI job of its
-# own); `equiv` (tags equiv, cpu) compares adjacent pins bit for bit and writes benchmarks/results/equivalence.*.
+# own); `equiv` (tags equiv, cpu) compares adjacent pins bit for bit and writes equivalence.* under the ignored
+# benchmarks/results/raw/ (`nox -s equiv -- --record`: benchmarks/results/, tracked; tools/results.py).
 # A pin from the checkpoint lane's first saver on shares its ckpt-venv-<version>; older lane pins get equiv-venv-.
 def _equiv_pins(pins) -> list:
     import yaml

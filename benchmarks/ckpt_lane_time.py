@@ -6,7 +6,8 @@
 "cold" rebuilds the lane venvs from the uv cache, as in CI, where the mcore-<version> sessions have filled it with
 the same wheels before the ckpt sessions run. Records total wall time, the CPU time of everything nox ran, the load
 average before and after (the machine is shared), and every session's wall time, into the "runs" block of
-benchmarks/results/ckpt_lane_time.json (the lane itself writes each pair's side timings into its "pairs" block).
+benchmarks/results/ckpt_lane_time.json (the lane, run here with ``-- --record``, writes each pair's side timings
+into its "pairs" block; a plain ``nox -t ckpt`` writes them under the ignored benchmarks/results/raw/).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
     load_before = _loadavg()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    proc = subprocess.run([args.nox, "-t", "ckpt"], cwd=ROOT, capture_output=True, text=True, check=False)
+    proc = subprocess.run([args.nox, "-t", "ckpt", "--", "--record"], cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     sessions = {}

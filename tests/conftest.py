@@ -1,12 +1,15 @@
+import functools
 import importlib.util
 import os
+import urllib.request
 
 import pytest
 from hypothesis import HealthCheck, settings
+from run_policy import SLOW_SKIP_REASON, hypothesis_profile, in_ci, runs_slow_tests
 
 settings.register_profile("full", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "full"))
+settings.load_profile(hypothesis_profile())
 
 UNMARKED_INDEX = "http://127.0.0.1:9/not-a-network-test"  # nothing listens on port 9: a download fails at once
 
@@ -20,6 +23,26 @@ def _index_only_for_network_tests(request, monkeypatch, tmp_path_factory):
         monkeypatch.setenv("MCORE_COMPAT_INDEX_URL", UNMARKED_INDEX)
         monkeypatch.setenv("MCORE_COMPAT_CACHE", str(tmp_path_factory.mktemp("empty-cache")))
         monkeypatch.setenv("MCORE_COMPAT_STATE", str(tmp_path_factory.mktemp("state")))  # the surface cache's key
+        return
+    problem = _index_unreachable()
+    if problem:
+        if in_ci():
+            pytest.fail(f"network test in CI (CI=true), but the package index is unreachable: {problem}")
+        pytest.skip(f"the package index is unreachable ({problem}); in CI (CI=true) this fails")
+
+
+@functools.cache
+def _index_unreachable() -> str | None:
+    """Why megatron-core's listing on the configured index cannot be read (None: it can), asked once per process."""
+    from compat.tooling.fetch import index_url, redact
+
+    url = f"{index_url()}/megatron-core/"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            response.read(1)
+    except (OSError, ValueError) as exc:
+        return f"{redact(url)}: {type(exc).__name__}: {exc}"
+    return None
 
 
 def megatron_core_installed() -> bool:
@@ -61,6 +84,11 @@ def pytest_collection_finish(session):
 
 
 def pytest_collection_modifyitems(config, items):
+    if not runs_slow_tests():
+        skip_slow = pytest.mark.skip(reason=SLOW_SKIP_REASON)
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(skip_slow)
     expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")  # set by the nox pin sessions
     if megatron_core_installed():
         if expected:

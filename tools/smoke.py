@@ -20,9 +20,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
+from tools.results import results_dir_for  # noqa: E402
 
 DATA = ROOT / "compat" / "data" / "install.json"
-RESULTS = ROOT / "benchmarks" / "results" / "smoke"
 PROBE = ROOT / "tests" / "smoke" / "probe.py"
 OVERRIDE = "pip --ignore-requires-python (the matrix's override)"
 INSTALL_TIMEOUT_S = 1800
@@ -147,7 +147,8 @@ def _undeclared(python_exe: str, uv: str, index_args: list[str], modules: list[s
 
 def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python: str | None,
         record: bool = False, log=print) -> list[str]:
-    """Install, import, write benchmarks/results/smoke/<version>.json; the differences from install.json."""
+    """Install, import, write smoke/<version>.json (tools/results.py: tracked with ``record``); the differences
+    from install.json."""
     data = load()
     started = time.monotonic()
     override = OVERRIDE if python_excluded(requires_python, pin.python) else None
@@ -168,8 +169,9 @@ def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python
             python_exe, uv, index_args, data["modules"], observed["imports"])
     observed["seconds"] = round(time.monotonic() - started, 1)
     observed["measured"] = time.strftime("%Y-%m-%d", time.gmtime())
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(RESULTS / f"{pin.version}.json", json.dumps(observed, indent=1, sort_keys=True) + "\n")
+    results = results_dir_for(record) / "smoke"
+    results.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(results / f"{pin.version}.json", json.dumps(observed, indent=1, sort_keys=True) + "\n")
     log(f"smoke-{pin.version}: install {observed['install']}; undeclared {observed['undeclared']}; " +
         "; ".join(f"{m} {v}" for m, v in observed["imports_with_undeclared"].items() if v != "ok"))
     if record:

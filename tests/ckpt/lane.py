@@ -6,7 +6,8 @@
 ``pair`` runs worker.py's save side with the old pin's python and its load side with the new pin's python (each
 in its own process group, killed whole on timeout; anything still alive in the group afterwards is a process
 left behind), evaluates every variant with compare.py, holds the outcome against tests/ckpt/expected.yaml, and
-merges the pair's row into benchmarks/results/ckpt_lane.{json,md} (atomically, under a lock). Exit 1 when
+merges the pair's row into ckpt_lane.{json,md} (atomically, under a lock): in benchmarks/results/ with
+``--record``, otherwise in the ignored benchmarks/results/raw/ (tools/results.py). Exit 1 when
 anything nobody expected happened, including an expected failure that no longer happens.
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ for _path in (HERE, REPO_ROOT):
         sys.path.insert(0, _path)
 
 import compare  # noqa: E402
+from tools.results import results_dir_for  # noqa: E402
 
 EXPECTED = os.path.join(HERE, "expected.yaml")
 RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
@@ -388,7 +390,7 @@ def run_pair(args) -> int:
     timing = {"old": args.old, "new": args.new, "save": save_facts, "load": load_facts,
               "loadavg": _loadavg(), "variants": len(variants)}
     if not args.no_record:
-        record(row, timing, args.backend)
+        record(row, timing, args.backend, str(results_dir_for(args.record)))
     if not args.keep:
         import shutil
 
@@ -454,7 +456,7 @@ def _print_table(args, variants) -> None:
         print(f"  {vid:28} {v['status']:10}{extra}")
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pair", help="save with --old-python, load with --new-python, compare")
@@ -466,10 +468,16 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_CKPT_TIMEOUT", "300")),
                    help="seconds per side before its ranks are killed")
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep the checkpoints and reports")
-    p.add_argument("--no-record", action="store_true", help="do not write benchmarks/results/ckpt_lane.*")
+    p.add_argument("--no-record", action="store_true", help="write no table and no timing at all")
+    p.add_argument("--record", action="store_true", help="write ckpt_lane.* and ckpt_lane_time.json in "
+                   "benchmarks/results/ (tracked); without it they go to benchmarks/results/raw/ (ignored)")
     p.add_argument("--torchrun", action="store_true", help="launch each side's ranks with torchrun --standalone")
     sub.add_parser("table", help="re-render benchmarks/results/ckpt_lane.md from ckpt_lane.json")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.command == "table":
         from compat.tooling.fsutil import atomic_write_text
 

@@ -8,8 +8,9 @@
 ``pin`` writes the plan (registry only: what compat sends that release, per variant), runs worker.py with the pin's
 python (forked ranks, or ``--torchrun``: ``python -m torch.distributed.run --standalone``), and keeps its record in
 the work dir (``MCORE_COMPAT_EQUIV_WORK``, default ``.nox/equiv-work``). ``compare`` walks every adjacent pair of
-lane pins with a record, holds each difference against ``expected.yaml`` and writes
-``benchmarks/results/equivalence.{json,md}``.
+lane pins with a record, holds each difference against ``expected.yaml`` and writes ``equivalence.{json,md}``:
+with ``--record`` into benchmarks/results/ (and the gate's verdicts), otherwise into the ignored
+benchmarks/results/raw/ (tools/results.py).
 
 Variants: ``canonical`` sends the user's fields plus, for every field whose default differs between lane pins, the
 first lane pin's default (where the release has the field and compat accepts it): one effective config everywhere.
@@ -34,6 +35,7 @@ for _path in (REPO_ROOT, HERE):
         sys.path.insert(0, _path)
 
 import diffs  # noqa: E402
+from tools.results import results_dir_for  # noqa: E402
 
 CONFIG = os.path.join(HERE, "config.json")
 EXPECTED = os.path.join(HERE, "expected.yaml")
@@ -355,7 +357,8 @@ def run_compare(args) -> int:
     missing = [v for v, r in records.items() if r is None]
     present = [v for v in versions if records[v] is not None]
     stem = "equivalence" if args.backend == "gloo" else f"equivalence_{args.backend}"
-    results = _read_json(os.path.join(RESULTS_DIR, f"{stem}.json"), {}) or {}
+    out_dir = str(results_dir_for(args.record))
+    results = _read_json(os.path.join(out_dir, f"{stem}.json"), {}) or {}
     results["about"] = ("equivalence lane: one canonical config, identical initial weights and batches, trained "
                         "on adjacent megatron-core pins (tests/equiv/lane.py)")
     results["config"] = _user_config()
@@ -389,11 +392,11 @@ def run_compare(args) -> int:
     results["before_first"] = doc.get("before_first") or []
     results["first_pin"] = doc["first_pin"]
     if not args.no_record:
-        _write_json(os.path.join(RESULTS_DIR, f"{stem}.json"), results)
+        _write_json(os.path.join(out_dir, f"{stem}.json"), results)
         from compat.tooling.fsutil import atomic_write_text
 
-        atomic_write_text(os.path.join(RESULTS_DIR, f"{stem}.md"), render_markdown(results))
-        if args.backend == "gloo":  # the gate's Training section reads the CPU lane's verdicts
+        atomic_write_text(os.path.join(out_dir, f"{stem}.md"), render_markdown(results))
+        if args.backend == "gloo" and args.record:  # the gate's Training section reads the CPU lane's verdicts
             atomic_write_text(TRAINING_DATA, verdicts_text(results))
     if missing and args.require_all:
         failed.append(f"no record for {', '.join(missing)} (run their equiv-<version> sessions)")
@@ -535,7 +538,7 @@ def run_verdicts(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pin", help="run the lane on one pin (its venv's python)")
@@ -545,15 +548,22 @@ def main(argv=None) -> int:
     p.add_argument("--torchrun", action="store_true", help="launch the ranks with torchrun --standalone")
     p.add_argument("--world-size", type=int, default=0, help="ranks (default: config.json's world_size)")
     p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_EQUIV_TIMEOUT", "300")))
-    c = sub.add_parser("compare", help="compare adjacent pins' records, write benchmarks/results/equivalence.*")
-    c.add_argument("--no-record", action="store_true")
+    c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* "
+                       "(in benchmarks/results/ with --record)")
+    c.add_argument("--no-record", action="store_true", help="write no results at all")
+    c.add_argument("--record", action="store_true", help="write equivalence.* in benchmarks/results/ and the gate's "
+                   "verdicts (tracked); without it the results go to benchmarks/results/raw/ (ignored)")
     c.add_argument("--require-all", action="store_true", help="fail when a lane pin has no record")
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"),
                    help="which results file: equivalence.json (gloo) or equivalence_nccl.json")
     sub.add_parser("table", help="re-render equivalence.md from equivalence.json")
     d = sub.add_parser("verdicts", help="write compat/data/training_lane.json from equivalence.json")
     d.add_argument("--check", action="store_true")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     if args.command == "pin":
         return run_pin(args)
     if args.command == "compare":

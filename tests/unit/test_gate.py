@@ -326,6 +326,7 @@ MATRIX = """pins:
 
 
 @network
+@pytest.mark.slow
 def test_accept_writes_registry_and_pin(tmp_path):
     pytest.importorskip("yaml")
     full = registry().data

@@ -56,6 +56,7 @@ def test_optimizer_precision_fields_recorded():
 
 
 @pytest.mark.network
+@pytest.mark.slow
 def test_regenerating_from_the_real_wheels_is_byte_identical(tmp_path):
     """Every class of every release; and `gate --accept` (add_release, one release at a time) writes the same."""
     reg = registry()

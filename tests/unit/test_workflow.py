@@ -157,6 +157,7 @@ def _clean_env(venv: Path) -> dict:
 
 
 @pytest.mark.network
+@pytest.mark.slow
 def test_readme_install_gives_a_nox_whose_json_listing_feeds_ci_matrix(tmp_path):
     """A venv with exactly what the README's test line installs; `nox -l --json` twice (script-mode env created,
     then reused) prints only JSON, and tools/ci_matrix.py turns it into the workflow's matrices."""
