@@ -226,8 +226,15 @@ def unit(session: nox.Session) -> None:
     _require_uv()
     uv_install(session, *TEST_DEPS)
     # A real (non-editable) install: this session also tests the packaging (subpackages, data files).
-    uv_install(session, "--reinstall-package", "mcore-compat", ".")
+    install_checkout_wheel(session)
     run_pytest(session, "unit")
+
+
+def install_checkout_wheel(session: nox.Session) -> None:
+    """This checkout as a real (non-editable) install. setuptools builds through ./build/lib and never removes a
+    file from it, so a module renamed or deleted in the tree would still be packaged from a stale build/: clear it."""
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    uv_install(session, "--reinstall-package", "mcore-compat", ".")
 
 
 def _editable_install_of_this_checkout(session: nox.Session) -> bool:
@@ -325,7 +332,7 @@ def gate(session: nox.Session) -> None:
     `gate latest --project PATH`: what the newest release breaks in that code, file and line."""
     _require_uv()
     uv_install(session, "pyyaml>=6")
-    uv_install(session, "--reinstall-package", "mcore-compat", ".")
+    install_checkout_wheel(session)
     env = {"PYTHONDONTWRITEBYTECODE": None}
     project = os.environ.get("MCORE_COMPAT_GATE_PROJECT", "").strip()
     if project and not session.posargs:

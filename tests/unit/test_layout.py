@@ -11,7 +11,8 @@ from pathlib import Path
 import compat
 from compat.tooling import vendor
 
-PACKAGE = Path(compat.__file__).resolve().parent
+PACKAGE = Path(compat.__file__).resolve().parent  # the package under test (installed in the unit session)
+REPO = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml, README.md, tools/
 RUNTIME = sorted(p for p in PACKAGE.glob("*.py") if p.name != "__main__.py")
 TOOLING = "compat.tooling"
 
@@ -113,7 +114,7 @@ def test_all_lazy_exports_and_type_checking_block_agree():
 
 def test_py_typed_is_package_data():
     assert (PACKAGE / "py.typed").is_file()
-    pyproject = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert '"py.typed"' in pyproject and '"LICENSE"' in pyproject and '"NOTICE"' in pyproject
 
 
@@ -147,7 +148,7 @@ def _is_docstring(path: Path, node: ast.Constant) -> bool:
 
 
 def _layout_tool():
-    root = str(PACKAGE.parent)
+    root = str(REPO)
     if root not in sys.path:
         sys.path.insert(0, root)
     from tools import layout
@@ -160,7 +161,7 @@ def test_readme_layout_lists_every_module_and_is_current():
     assert layout.problems() == []  # every module of compat/ is placed, runtime apart from tooling
     assert not [m for m in layout.RUNTIME if m.startswith("tooling/")]
     assert set(layout.TOOLING) >= {m for m in layout.modules() if m.startswith("tooling/")}
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert layout.replaced(readme) == readme, "README.md's Layout is stale: run python tools/layout.py"
 
 
@@ -171,7 +172,7 @@ def test_layout_check_finds_an_unlisted_module(monkeypatch):
 
 
 def test_readme_opens_with_use_it_in_your_project():
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
     headings = [line for line in readme.splitlines() if line.startswith("## ")]
     assert headings[0] == "## Use it in your project"
     section = readme.split("## Use it in your project", 1)[1].split("\n## ", 1)[0]
