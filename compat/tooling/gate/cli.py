@@ -69,7 +69,8 @@ def register(sub, matrix_tools=None) -> None:
                         "The keywords win over a file of that name: write ./latest for a directory named latest")
     p.add_argument("--against", metavar="VERSION",
                    help="registry release to compare with (default: the newest; for a candidate that is already a "
-                        "registry release, the pin before it in matrix.yaml)")
+                        "registry release, the pin before it: matrix.yaml's with the matrix tools, else the newest "
+                        "release of the minor series before it)")
     p.add_argument("--registry", metavar="PATH", help="registry.json to read (and with --accept, write)")
     if matrix_tools is not None:
         p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
