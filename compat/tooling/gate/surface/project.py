@@ -283,6 +283,16 @@ class _FileScanner:
                     pushed += 1
         del self.guards[len(self.guards) - pushed:]
 
+    def branches(self, test, line: int, parts: tuple, visit) -> None:
+        """``test``, then each part of a conditional (body, else) visited under the guard its branch gives."""
+        self.expr(test)
+        for guard, part in zip(self.branch_guards(test), parts):
+            if guard:
+                self.push(guard[0], line, guard[1])
+            visit(part)
+            if guard:
+                self.guards.pop()
+
     def branch_guards(self, test) -> tuple:
         """(guard of the body, guard of the else branch) of ``if test:``; either may be None.
 
@@ -377,14 +387,7 @@ class _FileScanner:
             self.block(s.orelse)
             self.block(s.finalbody)
         elif isinstance(s, (ast.If, ast.While)):
-            self.expr(s.test)
-            then, other = self.branch_guards(s.test)
-            for guard, body in ((then, s.body), (other, s.orelse)):
-                if guard:
-                    self.push(guard[0], s.lineno, guard[1])
-                self.block(body)
-                if guard:
-                    self.guards.pop()
+            self.branches(s.test, s.lineno, (s.body, s.orelse), self.block)
         elif isinstance(s, ast.Assign):
             self.expr(s.value)
             self.forwarding = self.forwards(s.value)
@@ -519,14 +522,7 @@ class _FileScanner:
                     pushed += 1
             del self.guards[len(self.guards) - pushed:]
         elif isinstance(e, ast.IfExp):
-            self.expr(e.test)
-            then, other = self.branch_guards(e.test)
-            for guard, part in ((then, e.body), (other, e.orelse)):
-                if guard:
-                    self.push(guard[0], e.lineno, guard[1])
-                self.expr(part)
-                if guard:
-                    self.guards.pop()
+            self.branches(e.test, e.lineno, (e.body, e.orelse), self.expr)
         elif isinstance(e, ast.Lambda):
             for d in e.args.defaults:
                 self.expr(d)
