@@ -6,7 +6,7 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 """
 from __future__ import annotations
 
-from .lanes import pair_for
+from .lanes import opening, pair_for
 from ..text import bullet_section, md_code
 
 VARIANT_NAMES = {"plain": "the plain optimizer", "default": "the API default (no sharding type given)"}
@@ -29,13 +29,10 @@ def _names(variants) -> str:
 
 def sentences(verdict: dict | None) -> list[str]:
     """The verdict as report lines, e.g. "checkpoints saved with `dp_reshardable` on 0.18.2 load exactly on 0.19.2"."""
-    if verdict is None or verdict["status"] == "unreadable":
-        return []
-    old, new = md_code(verdict["saved_on"]), md_code(verdict["loaded_on"])
-    if verdict["status"] == "not run":
-        return [f"no checkpoint-lane result for {old} → {new} yet: after `--accept`, run "
-                f"`nox -s {verdict['session']}`"]
-    lines = []
+    opened = opening(verdict, "saved_on", "loaded_on", "checkpoint-lane")
+    if opened is None or opened[2]:
+        return opened[2] if opened else []
+    old, new, lines = opened
     if verdict["exact"]:
         lines.append(f"checkpoints saved with {_names(verdict['exact'])} on {old} load exactly on {new} "
                      "(weights, main params, exp_avg, exp_avg_sq, step and the next step, bit for bit)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ... import version as _v
 from ...errors import CompatError, VersionError
 from ...registry import load_json
+from ..text import md_code
 
 
 class LaneDataError(CompatError):
@@ -69,3 +70,15 @@ def pair_for(candidate: str | None, against: str, data_file: str, old_key: str, 
     if _v.is_newer(candidate, against):
         return {old_key: against, new_key: candidate, "status": "not run", "session": session}
     return None
+
+
+def opening(verdict: dict | None, old_key: str, new_key: str, lane: str) -> tuple[str, str, list[str]] | None:
+    """(old, new, lines) of a section about ``verdict``: the pair's versions as code spans, and the one line for a
+    pair the lane has not run yet (empty otherwise); None when there is nothing to say (no verdict, unreadable)."""
+    if verdict is None or verdict["status"] == "unreadable":
+        return None
+    old, new = md_code(verdict[old_key]), md_code(verdict[new_key])
+    if verdict["status"] == "not run":
+        return old, new, [f"no {lane} result for {old} → {new} yet: after `--accept`, run "
+                          f"`nox -s {verdict['session']}`"]
+    return old, new, []

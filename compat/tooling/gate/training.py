@@ -6,7 +6,7 @@ itself is ``nox -s equiv``: one tiny GPTModel, the same weights, batches and con
 """
 from __future__ import annotations
 
-from .lanes import pair_for
+from .lanes import opening, pair_for
 from ..text import bullet_section, md_code, md_prose
 
 VARIANT_NAMES = {"canonical": "the canonical config (drifting defaults pinned)",
@@ -22,13 +22,10 @@ def lane_verdict(candidate: str | None, against: str) -> dict | None:
 
 def sentences(verdict: dict | None) -> list[str]:
     """E.g. "training with each release's own defaults on `0.18.2` and `0.19.2` is bit-identical (12 steps ...)"."""
-    if verdict is None or verdict["status"] == "unreadable":
-        return []
-    old, new = md_code(verdict["old"]), md_code(verdict["new"])
-    if verdict["status"] == "not run":
-        return [f"no equivalence-lane result for {old} → {new} yet: after `--accept`, run "
-                f"`nox -s {verdict['session']}`"]
-    lines = []
+    opened = opening(verdict, "old", "new", "equivalence-lane")
+    if opened is None or opened[2]:
+        return opened[2] if opened else []
+    old, new, lines = opened
     for vid, v in verdict["variants"].items():
         name = VARIANT_NAMES.get(vid, md_code(vid))
         if v["status"] == "identical":
