@@ -6,8 +6,8 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 """
 from __future__ import annotations
 
-from .lanes import opening, pair_for
-from ..text import bullet_section, md_code
+from .lanes import opening, pair_for, section
+from ..text import md_code
 
 VARIANT_NAMES = {"plain": "the plain optimizer", "default": "the API default (no sharding type given)"}
 _PAIR_SHAPE = {"saved_on": str, "loaded_on": str, "exact": list, "failures": list, "losses": list}
@@ -51,5 +51,4 @@ def sentences(verdict: dict | None) -> list[str]:
 
 def markdown_section(report) -> list[str]:
     """The report's "Checkpoints" section (empty when there is nothing to say)."""
-    lines = sentences(lane_verdict(report.facts.get("version"), report.against))
-    return bullet_section("Checkpoints", lines)
+    return section("Checkpoints", report, lane_verdict, sentences)

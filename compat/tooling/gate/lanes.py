@@ -10,7 +10,7 @@ from __future__ import annotations
 from ... import version as _v
 from ...errors import CompatError, VersionError
 from ...registry import load_json
-from ..text import md_code
+from ..text import bullet_section, md_code
 
 
 class LaneDataError(CompatError):
@@ -82,3 +82,9 @@ def opening(verdict: dict | None, old_key: str, new_key: str, lane: str) -> tupl
         return old, new, [f"no {lane} result for {old} → {new} yet: after `--accept`, run "
                           f"`nox -s {verdict['session']}`"]
     return old, new, []
+
+
+def section(title: str, report, verdict_of, sentences_of) -> list[str]:
+    """A lane's report section: the sentences about its verdict for the pin before the candidate -> the candidate
+    (empty when there is nothing to say)."""
+    return bullet_section(title, sentences_of(verdict_of(report.facts.get("version"), report.against)))

@@ -6,8 +6,8 @@ itself is ``nox -s equiv``: one tiny GPTModel, the same weights, batches and con
 """
 from __future__ import annotations
 
-from .lanes import opening, pair_for
-from ..text import bullet_section, md_code, md_prose
+from .lanes import opening, pair_for, section
+from ..text import md_code, md_prose
 
 VARIANT_NAMES = {"canonical": "the canonical config (drifting defaults pinned)",
                  "defaults": "each release's own defaults"}
@@ -41,5 +41,4 @@ def sentences(verdict: dict | None) -> list[str]:
 
 def markdown_section(report) -> list[str]:
     """The report's "Training" section (empty when there is nothing to say)."""
-    lines = sentences(lane_verdict(report.facts.get("version"), report.against))
-    return bullet_section("Training", lines)
+    return section("Training", report, lane_verdict, sentences)
