@@ -71,11 +71,12 @@ def cases(tmp: Path):
             where = tmp / name
             where.mkdir()
             kwargs = attack.build(where)
-            yield name, "cli", [sys.executable, "-m", "compat", *map(str, kwargs["args"])], attack.code
+            yield name, "cli", H.cli_argv(kwargs["args"]), attack.code
     where = tmp / "three-config-files"
     where.mkdir()
+    # parsed whole: the report's verdict (0 compatible or 1 review) is not what this case measures
     yield ("gate-three-config-files-under-the-token-cap", "cli",
-           [sys.executable, "-m", "compat", *map(str, T._three_dense_config_files(where)["args"])], 0)
+           H.cli_argv(T._three_dense_config_files(where)["args"]), (0, 1))
     for name, test in sorted(T.EVALUATOR_BOMBS.items()):
         program = H.PRECHECK_PROGRAM.format(source=H.dataclass_with_check(test), value="1")
         yield f"evaluator-{name}", "api", [sys.executable, "-c", program], 0
@@ -85,6 +86,10 @@ def cases(tmp: Path):
     for name, expr in PARSE_CASES.items():
         times = 8 if "budget" in name else 1
         yield name, "api", [sys.executable, "-c", PARSE_PROGRAM.format(expr=expr, times=times)], 0
+
+
+def _codes(expected) -> tuple:
+    return tuple(expected) if isinstance(expected, (list, tuple)) else (expected,)
 
 
 def _cell(text: str) -> str:
@@ -111,7 +116,7 @@ def main(argv: list[str]) -> int:
     result = {"about": __doc__.splitlines()[0], "limits": LIMITS, "python": platform.python_version(),
               "cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()], "cases": rows,
               "all_within": all(r["within"] for r in rows),
-              "all_exits_as_expected": all(r["exit"] == r["expected_exit"] for r in rows)}
+              "all_exits_as_expected": all(r["exit"] in _codes(r["expected_exit"]) for r in rows)}
     if not wanted:
         OUT.write_text(json.dumps(result, indent=1) + "\n")
         lines = ["# Issue 17 bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",

@@ -54,8 +54,20 @@ def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     with ``--matrix`` runs as the matrix tools' gate (``python tools/matrix.py gate ...``, which owns matrix.yaml).
     ``stdout``: a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone,
     /dev/full)."""
-    runner = _RUN_MATRIX_GATE if args and str(args[0]) == "gate" and "--matrix" in map(str, args) else _RUN_CLI
+    runner = _RUN_MATRIX_GATE if is_matrix_gate(args) else _RUN_CLI
     return _run_measured(_MEASURED + runner, args, cwd=cwd, env=env, stdout=stdout, timeout=timeout)
+
+
+def is_matrix_gate(args) -> bool:
+    """A ``gate`` with ``--matrix``: the matrix tools' command (``python tools/matrix.py gate``), not the package's."""
+    return bool(args) and str(args[0]) == "gate" and "--matrix" in map(str, args)
+
+
+def cli_argv(args) -> list[str]:
+    """The command line ``run_cli`` runs for ``args``, for a caller that starts the process itself."""
+    args = [str(a) for a in args]
+    return [sys.executable, str(ROOT / "tools" / "matrix.py"), *args] if is_matrix_gate(args) else \
+        [sys.executable, "-m", "compat", *args]
 
 
 def run_python(code: str, *, timeout=120) -> Run:
