@@ -20,7 +20,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
-from tools.results import results_dir_for  # noqa: E402
+from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 DATA = ROOT / "compat" / "data" / "install.json"
 PROBE = ROOT / "tests" / "smoke" / "probe.py"
@@ -208,7 +208,7 @@ def summary(data: dict | None = None) -> str:
 
 if __name__ == "__main__":  # python tools/smoke.py summary
     if sys.argv[1:] == ["summary"]:
-        atomic_write_text(ROOT / "benchmarks" / "results" / "smoke.md", summary())
-        print(ROOT / "benchmarks" / "results" / "smoke.md")
+        atomic_write_text(RECORDED / "smoke.md", summary())
+        print(RECORDED / "smoke.md")
     else:
         sys.exit("usage: python tools/smoke.py summary   (the sessions themselves: nox -s smoke-<version>)")

@@ -31,10 +31,10 @@ for _path in (HERE, REPO_ROOT):
         sys.path.insert(0, _path)
 
 import compare  # noqa: E402
-from tools.results import results_dir_for  # noqa: E402
+from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 EXPECTED = os.path.join(HERE, "expected.yaml")
-RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks", "results")
+RESULTS_DIR = str(RECORDED)  # the tracked results (tools/results.py owns the path)
 MOMENTS = ("exp_avg", "exp_avg_sq")
 VARIANT_ORDER = ("plain", "default", "dp_reshardable", "fully_reshardable", "dp_zero_gather_scatter",
                  "fully_sharded_model_space", "fully_sharded_bucket_space")
