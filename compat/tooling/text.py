@@ -6,22 +6,18 @@ from __future__ import annotations
 import re
 
 from ..errors import escape_controls
+
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
-
-
-def one_line(text) -> str:
-    """Control characters (newlines, ESC, bidi overrides, ...) shown as escapes: one line, and inert."""
-    return escape_controls(str(text))
 
 
 def md_text(text) -> str:
     """Untrusted text as plain markdown prose."""
-    return _MARKDOWN.sub(r"\\\1", one_line(text))
+    return _MARKDOWN.sub(r"\\\1", escape_controls(str(text)))
 
 
 def md_code(text) -> str:
     """Untrusted text as inline code: a fence longer than any backtick run inside it."""
-    body = one_line(text)
+    body = escape_controls(str(text))
     run = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * (run + 1)
     pad = " " if body.startswith("`") or body.endswith("`") or not body else ""
@@ -40,7 +36,7 @@ def md_prose(text) -> str:
     syntax (#, -, >, |) only acts at the start of a line, which the report always writes itself, so ">=3.12" and
     "0.19.2" stay readable. A dunder name (``__post_init__``) becomes a code span: escaped underscores render as
     ``\\__post_init_\\_`` in some viewers and as italics in others."""
-    parts = _DUNDER.split(one_line(text))
+    parts = _DUNDER.split(escape_controls(str(text)))
     return "".join(md_code(part) if i % 2 else _INLINE.sub(lambda m: "\\" + m.group(0), part)
                    for i, part in enumerate(parts))
 

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
-from ..errors import CompatError, cli_command, one_line
+from ..errors import CompatError, cli_command, escape_controls, one_line
 from .extract import sha256
 
 MANIFEST = "VENDORED.json"
@@ -41,9 +41,7 @@ class UnsafeDestinationError(VendorError):
 
 
 def _show(path) -> str:
-    from .text import one_line
-
-    return one_line(str(path))
+    return escape_controls(str(path))
 
 
 def source_files(source=None) -> dict[str, bytes]:

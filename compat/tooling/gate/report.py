@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from ..text import bullet_section, md_code, md_prose, one_line
+from ...errors import escape_controls
+from ..text import bullet_section, md_code, md_prose
 
 DOC_WIDTH = 240
 
@@ -58,14 +59,14 @@ def _entry(c) -> list[str]:
     lines += [f"  - {md_prose(note)}" for note in c.notes]
     lines.append(f"  - shim: {md_prose(c.shim)}")
     if c.kwargs:
-        lines.append(f"  - keep the old behaviour: {md_code(one_line(json.dumps(c.kwargs, ensure_ascii=False, default=str)))}")
+        lines.append(f"  - keep the old behaviour: {md_code(escape_controls(json.dumps(c.kwargs, ensure_ascii=False, default=str)))}")
     if c.commit:
         lines.append(f"  - upstream commit: {md_code(c.commit)}")
     if c.proposal:
         known = " (already in renames.json)" if c.proposal["already_in_renames_json"] else ""
         lines.append(f"  - proposed renames.json entry{known}:")
         lines.append("    ```json")
-        lines.append("    " + one_line(json.dumps(c.proposal["renames.json"], ensure_ascii=False)))
+        lines.append("    " + escape_controls(json.dumps(c.proposal["renames.json"], ensure_ascii=False)))
         lines.append("    ```")
     return lines
 
