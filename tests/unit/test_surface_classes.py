@@ -583,3 +583,23 @@ def test_self_attributes_the_base_no_longer_sets(tmp_path, wheels):
     (finding,) = [f for f in report.findings if f.kind == c.MISSING_MEMBER]
     assert (finding.line, finding.name, finding.also_at) == (5, "megatron.core.attention.SelfAttention.model_comm_pgs", [7])
     assert "0.3.0" in finding.instead and not finding.guarded
+
+
+# ---- issue 15 follow-up: handler types read the way Python evaluates them ----------------------------------------
+def test_an_except_clause_catches_what_its_expression_evaluates_to(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        except ImportError or ModuleNotFoundError:
+            pass
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        except AttributeError or ImportError:
+            pass
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        except (ValueError, KeyError and ModuleNotFoundError):
+            pass
+        """})
+    # ``A or B`` is A (a class is truthy), ``A and B`` is B: the second handler catches AttributeError only
+    assert {(f.line, f.guarded) for f in report.findings} == {(3, True), (7, False), (11, True)}

@@ -41,9 +41,19 @@ RAISES = {
 def handler_names(handler: ast.ExceptHandler) -> set[str]:
     if handler.type is None:
         return {"*"}
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    names = {(dotted(t) or "?").split(".")[-1] for t in types}
+    names = {(dotted(t) or "?").split(".")[-1] for t in handler_types(handler.type)}
     return {"*"} if names & _CATCH_ALL else names
+
+
+def handler_types(node) -> list:
+    """The classes an ``except`` clause's expression evaluates to, by Python's semantics: a tuple's elements; a
+    class is truthy, so ``A or B`` is ``A`` and ``A and B`` is ``B`` (``except ImportError or X:`` catches only
+    ImportError)."""
+    if isinstance(node, ast.Tuple):
+        return [t for e in node.elts for t in handler_types(e)]
+    if isinstance(node, ast.BoolOp):
+        return handler_types(node.values[0] if isinstance(node.op, ast.Or) else node.values[-1])
+    return [node]
 
 
 def try_catches(handlers) -> set[str]:
