@@ -603,3 +603,58 @@ def test_an_except_clause_catches_what_its_expression_evaluates_to(tmp_path, whe
         """})
     # ``A or B`` is A (a class is truthy), ``A and B`` is B: the second handler catches AttributeError only
     assert {(f.line, f.guarded) for f in report.findings} == {(3, True), (7, False), (11, True)}
+
+
+# ---- issue 15 follow-up: providers through functools.partial, lambdas and nested defs -----------------------------
+def test_a_provider_through_partial_lambda_or_a_nested_def_is_checked_like_a_plain_one(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"p.py": """
+        import functools
+        from functools import partial
+        from megatron.training.setup import get_model
+        def provider(cfg, pre_process=True, post_process=True):
+            return None
+        def open_provider(cfg, pre_process=True, post_process=True, vp_stage=None):
+            return None
+        get_model(partial(provider, None), None)
+        get_model(functools.partial(open_provider, cfg=None), None)
+        get_model(lambda pre_process, post_process: provider(None, pre_process, post_process), None)
+        bound = partial(provider, cfg=None)
+        get_model(bound, None)
+        def build(cfg):
+            def nested(pre_process=True, post_process=True):
+                return None
+            get_model(nested, None)
+            nested_partial = partial(open_provider, cfg)
+            return get_model(nested_partial, None)
+        """})
+    got = {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind == c.OVERRIDE}
+    # open_provider takes vp_stage=; get_model calls the provider with pre_process=, post_process=, vp_stage=
+    assert got == {(9, "get_model(vp_stage=)->partial(provider)"), (11, "get_model(vp_stage=)-><lambda>"),
+                   (13, "get_model(vp_stage=)->bound"), (17, "get_model(vp_stage=)->nested")}
+
+
+def test_partial_signature_is_what_inspect_reports():
+    import inspect
+
+    from compat.tooling.gate.surface import project as p
+    from compat.tooling.gate.surface.model import signature
+
+    def f(a, b, /, c, d=1, *, e, g=2):
+        return a
+
+    source = "def f(a, b, /, c, d=1, *, e, g=2):\n    pass\n"
+    import ast as _ast
+    sig = signature(_ast.parse(source).body[0].args)
+    for bound, keywords in [(1, set()), (2, {"c"}), (0, {"e"}), (3, {"e", "g"}), (2, {"d"})]:
+        want = inspect.signature(functools_partial(f, bound, keywords))
+        expected = [(q.name, q.kind, q.default is not q.empty) for q in want.parameters.values()]
+        got = p.parse_signature(p.partial_signature(sig, bound, keywords))["p"]
+        kinds = {0: inspect.Parameter.POSITIONAL_ONLY, 1: inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                 2: inspect.Parameter.KEYWORD_ONLY}
+        assert [(n, kinds[k], bool(d)) for n, k, d in got] == expected, (bound, keywords)
+    assert p.partial_signature(sig, 5, set()) is None and p.partial_signature(sig, 0, {"a"}) is None
+
+
+def functools_partial(f, bound: int, keywords: set):
+    import functools
+    return functools.partial(f, *range(bound), **dict.fromkeys(keywords, 0))

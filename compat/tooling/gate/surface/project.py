@@ -19,7 +19,7 @@ from pathlib import Path
 from ...archive import read_file
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .model import dotted, signature, statements
+from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -83,6 +83,7 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
+        self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
         self.stars: list[str] = []  # ``from megatron.x import *`` modules
         self.foreign_star = False  # a star import from anywhere else: a free name may come from there
@@ -479,12 +480,15 @@ class _FileScanner:
         method = isinstance(body, list) and self.class_scope and self.class_scope[-1] and args.args
         self.self_names.append((args.args[0].arg, self.instance[-1]) if method and self.instance[-1] else None)
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
+        if isinstance(body, list):
+            self.local_defs[id(self.scopes[-1])] = _module_functions(body)
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
         else:
             self.expr(body)
         self.sig_probed.pop()
+        self.local_defs.pop(id(self.scopes[-1]), None)
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -613,11 +617,20 @@ class _FileScanner:
                     via=via, callables=self.callables(e) if not starred else ())
 
     def callables(self, e: ast.Call) -> tuple:
-        """The arguments of a megatron call that name a module-level function of this file (not rebound)."""
+        """The arguments of a megatron call that are a function of this file: a name the innermost scope that
+        binds it defines once (``def``, ``f = partial(g, ...)``, ``f = lambda ...``), or such a
+        ``partial``/``lambda`` written in the call."""
         slots = [(str(i), a) for i, a in enumerate(e.args)] + [("=" + k.arg, k.value) for k in e.keywords if k.arg]
-        return tuple((slot, a.id, self.defs[a.id]) for slot, a in slots
-                     if isinstance(a, ast.Name) and self.defs.get(a.id)
-                     and not any(a.id in scope for scope in self.visible() if scope is not self.scopes[0]))
+        found = ((slot, _callable(a, self.function_signature)) for slot, a in slots)
+        return tuple((slot, *named) for slot, named in found if named)
+
+    def function_signature(self, name: str) -> str:
+        """The signature of the function ``name`` denotes here ("" when it is not one function of this file)."""
+        for scope in self.visible():
+            if name in scope:
+                defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
+                return defs.get(name) or ""
+        return self.defs.get(name) or ""
 
 
 def _calls_super(method) -> bool:
@@ -627,16 +640,59 @@ def _calls_super(method) -> bool:
 
 
 def _module_functions(body: list) -> dict:
-    """name -> signature of each function the module defines at its top level; "" for a name bound twice."""
+    """name -> signature of each function a module or function body defines at its top level (``def``, or a
+    ``partial``/``lambda`` of one assigned to a name); "" for a name bound twice."""
     defs: dict[str, str] = {}
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs[stmt.name] = "" if stmt.name in defs else signature(stmt.args)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id not in defs:
+            named = _callable(stmt.value, lambda name: defs.get(name) or "")
+            defs[stmt.targets[0].id] = named[1] if named else ""
         elif isinstance(stmt, (ast.Assign, ast.ClassDef, ast.Import, ast.ImportFrom)):
             for name in _top_names(stmt):
                 if name in defs:
                     defs[name] = ""
     return defs
+
+
+def _callable(node, signature_of) -> tuple | None:
+    """(what to call it, its signature) when ``node`` is a function of the project: a name ``signature_of``
+    knows, ``lambda ...`` (its own parameters), or ``functools.partial(f, ...)`` of one (what is left unbound)."""
+    if isinstance(node, ast.Name):
+        sig = signature_of(node.id)
+        return (node.id, sig) if sig else None
+    if isinstance(node, ast.Lambda):
+        return "<lambda>", signature(node.args)
+    if isinstance(node, ast.Call) and (dotted(node.func) or "") in ("partial", "functools.partial") and node.args:
+        inner = _callable(node.args[0], signature_of)
+        if inner is None or any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            return None
+        sig = partial_signature(inner[1], len(node.args) - 1, {k.arg for k in node.keywords})
+        return (f"partial({inner[0]})", sig) if sig else None
+    return None
+
+
+def partial_signature(sig: str, bound: int, keywords: set) -> str | None:
+    """What ``functools.partial(f, <bound positionals>, <keywords>)`` takes (as ``inspect.signature`` says): the
+    first ``bound`` positional parameters gone, bound keywords optional, and the positional parameters from the
+    first bound keyword on keyword-only. None when the partial itself cannot bind that."""
+    parsed = parse_signature(sig)
+    positional = [p for p in parsed[PARAMS] if p[1] in (0, 1)]
+    if bound > len(positional) and not parsed[VARARGS]:
+        return None
+    out, keyword_only = [], False
+    for index, (name, kind, default) in enumerate(parsed[PARAMS]):
+        if kind in (0, 1) and index < bound:
+            continue
+        if name in keywords:
+            if kind == 0:
+                return None
+            default, keyword_only = 1, keyword_only or kind == 1
+        out.append(f"{name}:{2 if keyword_only and kind == 1 else kind}:{default}")
+    return f"{parsed[VARARGS]}{parsed[VARKW]}|{','.join(out)}"
 
 
 def _top_names(stmt) -> list[str]:
