@@ -658,3 +658,45 @@ def test_partial_signature_is_what_inspect_reports():
 def functools_partial(f, bound: int, keywords: set):
     import functools
     return functools.partial(f, *range(bound), **dict.fromkeys(keywords, 0))
+
+
+# ---- issue 15 follow-up: methods and attributes of megatron instances -------------------------------------------
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_methods_and_attributes_of_megatron_instances(tmp_path, wheels, version):
+    report = gate(tmp_path, wheels, {"i.py": """
+        from megatron.core.attention import SelfAttention
+        from megatron.core.specs import get_moe_module_spec
+        def local(cfg, other):
+            a = SelfAttention(cfg, None, 1)
+            a.hook(1, 2)
+            a.extra = 1
+            b = SelfAttention(cfg, None, 1)
+            b = other()
+            b.hook(1, 2)
+            s = get_moe_module_spec()
+            s.hook(1, 2)
+            return a.extra, a.config, a.gone
+        def annotated(q: SelfAttention, r: SelfAttention):
+            r = r or None
+            r.hook(1, 2)
+            return q.hook(1, 2), q.config, q.gone
+        class Holder:
+            def __init__(self, cfg):
+                self.attn = SelfAttention(cfg, None, 1)
+                self.swapped = SelfAttention(cfg, None, 1)
+            def run(self):
+                self.swapped = None
+                self.swapped.hook(1, y=2)
+                return self.attn.hook(1, y=2), self.attn.forward(None, None, attention_bias=None)
+            @staticmethod
+            def other(self):
+                return self.attn.hook(1, 2)
+        """}, version=version)
+    # 0.4.0's hook takes x alone, 0.3.0's x and y; 0.3.0's forward has no attention_bias; a.gone is missing on
+    # both, q.gone is not: q may hold a subclass. b is rebound, s comes from a function, r is rebound,
+    # self.swapped is stored twice, a.extra is the project's own, and a static method's first parameter is not self
+    got = {(f.line, f.kind, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
+    assert got == {(13, c.MISSING_MEMBER, "gone")} | ({(25, c.UNEXPECTED_KEYWORD, "forward(attention_bias=)")}
+                                                       if version == "0.3.0" else {
+        (6, c.TOO_MANY_POSITIONAL, "hook(…)"), (17, c.TOO_MANY_POSITIONAL, "hook(…)"),
+        (25, c.UNEXPECTED_KEYWORD, "hook(y=)")})

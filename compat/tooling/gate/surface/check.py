@@ -10,6 +10,7 @@ from ....errors import VersionError
 from . import guards as g
 from .lookup import OPAQUE, Surface, Target
 from .model import PARAMS, VARARGS, VARKW
+from .instances import ANNOTATED, INSTANCE
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
@@ -107,6 +108,9 @@ def evaluate(use, surface: Surface) -> tuple[list, list]:
 
 
 def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
+    held = use.via in (INSTANCE, ANNOTATED)
+    if held and not _only_classes(surface, name.rpartition(".")[0]):
+        return [], []  # not constructed from a class here (a factory, or not shipped: the import says so)
     parts = name.split(".")
     if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
         return [Failure(NOT_SHIPPED, f"megatron.{parts[1]}")], []
@@ -116,6 +120,8 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
         note = surface.module_deprecation(name)
         if note:
             notes.append(note)
+    if not res.ok and use.via == ANNOTATED:
+        return [], notes  # a subclass the parameter may hold can have it
     if not res.ok:
         failing = f"{res.resolved}.{res.missing}" if res.resolved else res.missing
         if res.container is not None and res.container.kind == "class":
@@ -128,7 +134,7 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
     if use.how != "call":
         return [], notes
     targets = [_after_in_mro(t, surface) for t in res.targets] if use.via == SUPER_AFTER else res.targets
-    raw = [surface.call_signature(t) for t in targets]
+    raw = [_bound_signature(surface, t) if held else surface.call_signature(t) for t in targets]
     if not raw or any(s is None for s in raw):
         return [], notes
     sigs = [_params(surface, s) for s in raw]
@@ -154,6 +160,25 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
                 for param in missing[0]:
                     failures.append(Failure(MISSING_REQUIRED, f"{name}({param}=)", name, param))
     return failures, notes
+
+
+def _only_classes(surface: Surface, name: str) -> bool:
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return False
+    res = surface.resolve(name)
+    return res.ok and all(t.kind == "class" for t in res.targets)
+
+
+def _bound_signature(surface: Surface, target: Target) -> dict | None:
+    """What ``instance.method(...)`` accepts: a plain method without ``self``; a property's value is unknown."""
+    if target.kind == "function" and target.how == "m":
+        sig = surface.call_signature(target)
+        params = sig[PARAMS]
+        if params and params[0][1] in (0, 1):
+            return {**sig, PARAMS: params[1:]}
+        return sig if sig[VARARGS] else None  # ``def m(*args)``: self is the first of them
+    return surface.call_signature(target)
 
 
 def _after_in_mro(target: Target, surface: Surface) -> Target:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ...archive import read_file
 from ....errors import CandidateError, CompatError
 from . import guards as g
+from .instances import held_attributes, held_path, scope_instances
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 
 MAX_FILES = 20_000  # .py files looked at
@@ -84,6 +85,9 @@ class _FileScanner:
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
+        self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
+        self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
+        self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
         self.stars: list[str] = []  # ``from megatron.x import *`` modules
         self.foreign_star = False  # a star import from anywhere else: a free name may come from there
@@ -100,6 +104,7 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
+        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths)
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -421,9 +426,11 @@ class _FileScanner:
                 self.overrides(s, self.bases[-1])
             only_megatron = bool(s.bases) and all(bases)  # a project mixin may set anything on self
             self.instance.append((self.bases[-1][0], _own_attributes(s)) if only_megatron else None)
+            self.held.append(held_attributes(s, self.paths))
             self.enter(self._bindings(s.body, ()), is_class=True)
             self.block(s.body)
             self.leave()
+            self.held.pop()
             self.instance.pop()
             self.class_names.pop()
             self.bases.pop()
@@ -465,6 +472,19 @@ class _FileScanner:
         base, own = context[1]
         return None if e.attr in own or "*" in own or e.attr.startswith("__") else f"{base}.{e.attr}"
 
+    def instance_of(self, name: str) -> tuple | None:
+        """The megatron classes ``name`` holds an instance of, in the innermost scope that binds it."""
+        for scope in self.visible():
+            if name in scope:
+                return self.instances.get(id(scope), {}).get(name)
+        return None
+
+    def instance_member(self, e) -> tuple | None:
+        """``w.attr`` or ``self.x.attr`` off a held megatron instance: (``Class.attr`` for each class it may be,
+        the ``via`` of its use)."""
+        context = self.held_self[-1] if self.held_self else None
+        return held_path(e, self.instance_of, *(context or (None, {})))
+
     def forwards(self, value) -> bool:
         """A wrapper that takes only ``*args, **kwargs`` (and so forwards everything to what it wraps)."""
         if isinstance(value, ast.Lambda):
@@ -482,6 +502,10 @@ class _FileScanner:
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body)
+            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths)
+        plain = not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod")
+                        for d in getattr(node, "decorator_list", ()))
+        self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -489,6 +513,8 @@ class _FileScanner:
             self.expr(body)
         self.sig_probed.pop()
         self.local_defs.pop(id(self.scopes[-1]), None)
+        self.instances.pop(id(self.scopes[-1]), None)
+        self.held_self.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -498,6 +524,13 @@ class _FileScanner:
         if e is None:
             return
         if isinstance(e, ast.Attribute):
+            held = self.instance_member(e)
+            if held:
+                if isinstance(e.ctx, ast.Load):
+                    self.record(e, held[0], "attribute", via=held[1])
+                else:
+                    self.sets.update(held[0])  # the project sets it on its instance: its own from here on
+                return
             inherited = self.inherited(e)
             if inherited:
                 self.record(e, (inherited,), "attribute", via=SELF_ATTRIBUTE)
@@ -587,8 +620,9 @@ class _FileScanner:
                 and dotted(e.func.value.func) == "super" and self.bases:
             self._super_init(e, e.func.value.args)
         target = self.paths(e.func)
-        if target:
-            self._record_call(e, target)
+        held = None if target else self.instance_member(e.func)
+        if target or held:
+            self._record_call(e, *((target, "") if target else held))
         else:
             self.expr(e.func)
         for a in args:
