@@ -700,3 +700,64 @@ def test_methods_and_attributes_of_megatron_instances(tmp_path, wheels, version)
                                                        if version == "0.3.0" else {
         (6, c.TOO_MANY_POSITIONAL, "hook(…)"), (17, c.TOO_MANY_POSITIONAL, "hook(…)"),
         (25, c.UNEXPECTED_KEYWORD, "hook(y=)")})
+
+
+# ---- issue 15 follow-up: a project class megatron builds from a spec and calls as a module ----------------------
+SPEC_UTILS = """
+    class ModuleSpec:
+        def __init__(self, module, params=None, submodules=None):
+            self.module = module
+    def build_module(spec, *args, **kwargs):
+        return spec.module(*args, **kwargs)
+    """
+LAYER = """
+    from megatron.core.spec_utils import build_module
+    class LayerSubmodules:
+        def __init__(self, self_attention=None):
+            self.self_attention = self_attention
+    class Layer:
+        def __init__(self, config, submodules, layer_number=1):
+            self.self_attention = build_module(submodules.self_attention, config=config, layer_number=layer_number)
+        def forward(self, x, mask):
+            return self.self_attention(x, attention_mask=mask)
+    """
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_a_project_class_in_a_spec_against_how_the_megatron_class_builds_and_calls_it(tmp_path, wheels, version):
+    new_layer = LAYER.replace("layer_number=layer_number)", "layer_number=layer_number, name='a')").replace(
+        "def forward(self, x, mask):", "def forward(self, x, mask, bias=None):").replace(
+        "attention_mask=mask)", "attention_mask=mask, attention_bias=bias)")
+    cache = tmp_path / "cache" / "wheels"
+    make_wheel(cache, "0.3.0", {**OLD, "megatron/core/spec_utils.py": SPEC_UTILS, "megatron/core/layer.py": LAYER})
+    make_wheel(cache, "0.4.0", {**NEW, "megatron/core/spec_utils.py": SPEC_UTILS, "megatron/core/layer.py": new_layer})
+    report = gate(tmp_path, wheels, {"attn.py": """
+        from megatron.core.attention import SelfAttention
+        class MyAttention(SelfAttention):
+            def __init__(self, config, submodules=None, layer_number=1, attn_mask_type=None):
+                pass
+            def forward(self, hidden_states, attention_mask, key_value_states=None):
+                return hidden_states
+        class OpenAttention(SelfAttention):
+            def __init__(self, config, submodules=None, layer_number=1, **kwargs):
+                pass
+            def forward(self, hidden_states, attention_mask, **kwargs):
+                return hidden_states
+        """, "spec.py": """
+        from megatron.core.spec_utils import ModuleSpec
+        from megatron.core.layer import Layer, LayerSubmodules
+        from attn import MyAttention, OpenAttention
+        mine = ModuleSpec(module=Layer, submodules=LayerSubmodules(
+            self_attention=ModuleSpec(module=MyAttention, params={"attn_mask_type": 1})))
+        other = ModuleSpec(module=Layer, submodules=LayerSubmodules(self_attention=ModuleSpec(module=OpenAttention)))
+        plain = ModuleSpec(Layer, {}, LayerSubmodules(self_attention=MyAttention))
+        strict = ModuleSpec(module=Layer, submodules=LayerSubmodules(
+            self_attention=ModuleSpec(module=MyAttention, params={"attn_mask_type": 1, "gone": 2})))
+        """}, version=version)
+    got = {(f.line, f.name, f.guarded) for f in report.findings if f.use == "spec"}
+    # 0.4.0 builds the attention with name= and calls it with attention_bias=; OpenAttention takes **kwargs;
+    # the spec's params are passed too (gone= on line 10, on both releases)
+    assert got == {(10, "attn.MyAttention.__init__(gone=)", False)} | (set() if version == "0.3.0" else {
+        (6, "attn.MyAttention.__init__(name=)", False), (6, "attn.MyAttention.forward(attention_bias=)", False),
+        (8, "attn.MyAttention.__init__(name=)", False), (8, "attn.MyAttention.forward(attention_bias=)", False),
+        (10, "attn.MyAttention.__init__(name=)", False), (10, "attn.MyAttention.forward(attention_bias=)", False)})

@@ -36,7 +36,7 @@ from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 8
+MODEL_FORMAT = 9
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -52,6 +52,7 @@ MODULE, BASES, ATTRS, DATACLASS = "m", "b", "a", "dc"  # a class
 HAS_GETATTR, DEPRECATED = "ga", "dep"  # a module or a class
 DC_INIT, DC_FIELDS = "init", "f"  # a class's dataclass entry
 SELF_CALLS, PARAM_CALLS = "sc", "pc"  # a class's self.method(...) calls; a module's calls of function parameters
+SPEC_BUILT = "sb"  # a class's ``self.x = build_module(submodules.key, ...)``: {key: [x, [call shapes]]}
 CALLED, HANDED_ON = "c", "f"  # a parameter's entry in PARAM_CALLS
 # A parsed signature (``parse_signature``): its parameters and whether it takes *args / **kwargs.
 PARAMS, VARARGS, VARKW = "p", "va", "kw"
@@ -378,6 +379,28 @@ def _self_calls(node: ast.ClassDef) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
+def _spec_built(node: ast.ClassDef) -> dict:
+    """``self.x = build_module(submodules.key, <args>)`` in ``__init__``: {key: [x, [shape of <args>]]}. What the
+    class does with ``self.x(...)`` is in its ``sc`` (``_self_calls``); a splat leaves the shape unknown."""
+    init = next((i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and i.name == "__init__" and i.args.args), None)
+    out: dict[str, list] = {}
+    for stmt in statements(init.body) if init is not None else ():
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):
+            continue
+        target, call = stmt.targets[0], stmt.value
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == init.args.args[0].arg and (dotted(call.func) or "").endswith("build_module")
+                and call.args and isinstance(call.args[0], ast.Attribute)):
+            continue
+        key = call.args[0].attr
+        shape = call_shape(ast.Call(call.func, call.args[1:], call.keywords))
+        entry = out.setdefault(key, [target.attr, []])
+        if shape is not None and shape not in entry[1]:
+            entry[1].append(shape)
+    return out
+
+
 def _literal_names(node) -> list[str] | None:
     if isinstance(node, (ast.List, ast.Tuple)):
         return [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
@@ -477,6 +500,9 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
     calls = _self_calls(node)
     if calls:
         entry[SELF_CALLS] = calls
+    built = _spec_built(node)
+    if built:
+        entry[SPEC_BUILT] = built
     previous = model["classes"].get(qual)
     model["classes"][qual] = _merge_class(previous, entry) if previous else entry
 
@@ -493,7 +519,7 @@ def _merge_class(old: dict, new: dict) -> dict:
     for key in (HAS_GETATTR,):
         if old.get(key):
             merged[key] = 1
-    for key in (DEPRECATED, SELF_CALLS):
+    for key in (DEPRECATED, SELF_CALLS, SPEC_BUILT):
         merged[key] = {**old.get(key, {}), **new.get(key, {})}
         if not merged[key]:
             merged.pop(key)

@@ -19,13 +19,15 @@ project's function takes ``*args``/``**kwargs``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .... import version as _v
 from ....errors import VersionError
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
-from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, SELF_CALLS, VARARGS, VARKW,
-                    parse_signature)
+from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, SELF_CALLS, SPEC_BUILT, VARARGS,
+                    VARKW, parse_signature)
 
 
 def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None:
@@ -156,7 +158,52 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
                 found = _call_site_findings(use, parse_signature(sig), shapes, what, done)
                 findings += [Finding(f.path, f.line, f"{f.name}->{function}", f.kind, f.guarded, f.guard, f.instead,
                                      use="callback") for f in found]
+        elif use.how == "spec":
+            findings += _spec_findings(use, scan.classes.get(use.spec[1]) or {}, surface)
     return findings
+
+
+def spec_shapes(surface: Surface, name: str, alternatives: tuple, key: str) -> tuple[list, list]:
+    """(how the megatron class ``name`` builds its submodule ``key`` with ``build_module``: the arguments after
+    the spec, how it then calls it: ``self.x(...)``), over the classes of its MRO."""
+    built, called = [], []
+    for candidate in (name,) + tuple(alternatives):
+        res = surface.resolve(candidate)
+        mro = [t for cls in res.targets if cls.kind == "class" for t in surface.mro(cls.name)] if res.ok else []
+        entries = [surface.classes.get(t.name) or {} for t in mro if t.kind == "class"]
+        for entry in entries:
+            attr, shapes = (entry.get(SPEC_BUILT) or {}).get(key, (None, []))
+            built += [x for x in shapes if x not in built]
+            for other in entries if attr else ():
+                called += [x.partition("@")[2] for x in other.get(SELF_CALLS, {}).get(attr, [])
+                           if x.partition("@")[2] not in called]
+    return built, called
+
+
+def _spec_findings(use, methods: dict, surface: Surface) -> list[Finding]:
+    """A project class in a megatron class's spec: its ``__init__`` against the ``build_module`` call (plus the
+    keywords the spec adds), its ``forward`` against how the megatron class calls the built module."""
+    key, origin, added = use.spec
+    built, called = spec_shapes(surface, use.name, use.alternatives, key)
+    owner = use.name.rsplit(".", 1)[-1]
+    findings = []
+    checks = [("forward", called, "calls"), ("__init__", [_with_keywords(x, added) for x in built] if added is not None
+                                             else [], "builds")]
+    for method, shapes, verb in checks:
+        if method not in methods or not shapes:
+            continue
+        mine = parse_signature(methods[method])
+        mine = {**mine, PARAMS: mine[PARAMS][1:]}
+        findings += [Finding(f.path, f.line, f.name, f.kind, f.guarded, f.guard, f.instead, use="spec")
+                     for f in _call_site_findings(replace(use, name=f"{origin}.{method}"), mine, shapes, f"the candidate's {owner} {verb} its {key} "
+                                                  f"from this spec; {origin.rsplit('.', 1)[-1]}.{method}", set())]
+    return findings
+
+
+def _with_keywords(shape: str, added: tuple) -> str:
+    count, _, keywords = shape.partition("|")
+    given = [k for k in keywords.split(",") if k]
+    return f"{count}|{','.join(given + [k for k in added if k not in given])}"
 
 
 def provider_call_shapes(surface: Surface, name: str, slot: str) -> list[str]:

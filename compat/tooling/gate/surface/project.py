@@ -54,6 +54,8 @@ class Use:
     siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
     callables: tuple = ()  # for a call: (slot, the project function's name, its signature) for each argument that
     # names a module-level function of the file (a model provider); slot "0" positional, "=kw" a keyword
+    spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
+    # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
 
 
 @dataclass
@@ -65,6 +67,7 @@ class ProjectScan:
     skipped: list = field(default_factory=list)  # (path, why)
     own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
+    classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature} of the project's classes
 
 
 def _is_megatron(name: str | None) -> bool:
@@ -86,6 +89,10 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
+        self.classes = {node.name: _methods(node) for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
+                        if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
+                        for a in s.names}
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
         self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
@@ -620,6 +627,8 @@ class _FileScanner:
                 and dotted(e.func.value.func) == "super" and self.bases:
             self._super_init(e, e.func.value.args)
         target = self.paths(e.func)
+        if target and target[0].endswith(".ModuleSpec"):
+            self.specs(e)
         held = None if target else self.instance_member(e.func)
         if target or held:
             self._record_call(e, *((target, "") if target else held))
@@ -629,6 +638,32 @@ class _FileScanner:
             self.expr(a)
         for k in e.keywords:
             self.expr(k.value)
+
+    def specs(self, e: ast.Call) -> None:
+        """``ModuleSpec(module=MegatronClass, submodules=Subs(key=ModuleSpec(module=ProjectClass, ...)))``: the
+        megatron class builds ``key`` with ``build_module`` and calls it; one ``spec`` use per project class."""
+        outer = _keyword(e, "module", 0)
+        classes = self.paths(outer) if outer is not None else None
+        submodules = _keyword(e, "submodules", 2)
+        if not classes or not isinstance(submodules, ast.Call):
+            return
+        for k in submodules.keywords:
+            inner, added = k.value, ()
+            if isinstance(k.value, ast.Call) and (self.paths(k.value.func) or ("",))[0].endswith(".ModuleSpec"):
+                inner, added = _keyword(k.value, "module", 0), _spec_keywords(k.value)
+            origin = self.project_class(inner)
+            if k.arg and origin:
+                self.uses.append(Use(self.path, k.value.lineno, classes[0], "spec", tuple(self.guards),
+                                     classes[1:], spec=(k.arg, origin, added)))
+
+    def project_class(self, node) -> str | None:
+        """``module.Class`` of a project class a name denotes (defined at the top of this file or imported)."""
+        if not isinstance(node, ast.Name) or self.lookup(node.id) or any(
+                node.id in scope for scope in self.visible() if scope is not self.scopes[0]):
+            return None
+        if node.id in self.classes:
+            return f"{self.module}.{node.id}"
+        return self.origins.get(node.id)
 
     def _super_init(self, e: ast.Call, super_args: list) -> None:
         """``super().__init__`` calls the first base; ``super(Base, self).__init__`` the class after Base in the MRO,
@@ -665,6 +700,35 @@ class _FileScanner:
                 defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
                 return defs.get(name) or ""
         return self.defs.get(name) or ""
+
+
+def _keyword(call: ast.Call, name: str, position: int):
+    """The argument of ``call`` for the parameter ``name`` at ``position``, or None."""
+    found = next((k.value for k in call.keywords if k.arg == name), None)
+    if found is None and len(call.args) > position and not any(isinstance(a, ast.Starred) for a in call.args):
+        found = call.args[position]
+    return found
+
+
+def _spec_keywords(spec: ast.Call) -> tuple | None:
+    """The keywords ``build_module`` adds from a ``ModuleSpec(...)``: ``submodules`` when it has some, and the
+    keys of ``params``; None when the params are not a literal dict with string keys."""
+    params = _keyword(spec, "params", 1)
+    submodules = _keyword(spec, "submodules", 2)
+    added = ("submodules",) if submodules is not None and not _is_none(submodules) else ()
+    if params is None:
+        return added
+    if not isinstance(params, ast.Dict) or not all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                                   for k in params.keys):
+        return None
+    return added + tuple(k.value for k in params.keys)
+
+
+def _methods(node: ast.ClassDef) -> dict:
+    """name -> signature of the plain methods a class body defines."""
+    return {i.name: signature(i.args) for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
+                        for d in i.decorator_list)}
 
 
 def _calls_super(method) -> bool:
@@ -927,6 +991,8 @@ def scan_project(root) -> ProjectScan:
                 scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
             return set()
         per_file[rel] = (scanner.uses, scanner.sets)
+        for module in names_of[rel]:
+            scan.classes.update({f"{module}.{name}": methods for name, methods in scanner.classes.items()})
         mine = scanner.module_exports()
         changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
         exports.update({name: mine for name in changed})
