@@ -761,3 +761,29 @@ def test_a_project_class_in_a_spec_against_how_the_megatron_class_builds_and_cal
         (6, "attn.MyAttention.__init__(name=)", False), (6, "attn.MyAttention.forward(attention_bias=)", False),
         (8, "attn.MyAttention.__init__(name=)", False), (8, "attn.MyAttention.forward(attention_bias=)", False),
         (10, "attn.MyAttention.__init__(name=)", False), (10, "attn.MyAttention.forward(attention_bias=)", False)})
+
+
+def test_a_spec_the_project_edits_is_checked_against_every_class_that_builds_that_key(tmp_path, wheels):
+    new_layer = LAYER.replace("layer_number=layer_number)", "layer_number=layer_number, name='a')").replace(
+        "attention_mask=mask)", "attention_mask=mask, attention_bias=None)")
+    other = LAYER.replace("class Layer:", "class OtherLayer:").replace(
+        "attention_mask=mask)", "attention_mask=mask, attention_bias=None, sink=None)")
+    cache = tmp_path / "cache" / "wheels"
+    make_wheel(cache, "0.4.0", {**NEW, "megatron/core/spec_utils.py": SPEC_UTILS, "megatron/core/layer.py": new_layer,
+                                "megatron/core/other_layer.py": other})
+    report = gate(tmp_path, wheels, {"edit.py": """
+        from megatron.core.spec_utils import ModuleSpec
+        class MyAttention:
+            def __init__(self, config, submodules=None, layer_number=1):
+                pass
+            def forward(self, hidden_states, attention_mask):
+                return hidden_states
+        def edit(spec, other):
+            spec.submodules.self_attention.module = MyAttention
+            other.submodules.self_attention = ModuleSpec(module=MyAttention)
+            other.submodules.unknown_key = ModuleSpec(module=MyAttention)
+        """})
+    got = {(f.line, f.name) for f in report.findings if f.use == "spec"}
+    # both classes that build a self_attention call it with attention_bias=; only one passes sink= or name=; the
+    # params and submodules of an edited spec's module are unknown (no __init__ check on line 9)
+    assert got == {(9, "edit.MyAttention.forward(attention_bias=)"), (10, "edit.MyAttention.forward(attention_bias=)")}

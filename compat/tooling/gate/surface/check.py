@@ -235,7 +235,7 @@ def check(scan, surface: Surface) -> list[Finding]:
     failing_at: dict[tuple, _Names] = {}  # (path, line) -> names with a finding there
     assigned = _Names(scan.sets)
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
-        if use.how == "override" or use.via == SELF_ATTRIBUTE:
+        if use.how in ("override", "spec") or use.via == SELF_ATTRIBUTE:
             continue  # the class contract: overrides.py
         if _assigned_by_project(use.name, assigned):
             continue  # the project assigns this name (or the object it hangs off) itself

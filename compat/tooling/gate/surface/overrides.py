@@ -19,8 +19,6 @@ project's function takes ``*args``/``**kwargs``.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .... import version as _v
 from ....errors import VersionError
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
@@ -180,23 +178,39 @@ def spec_shapes(surface: Surface, name: str, alternatives: tuple, key: str) -> t
     return built, called
 
 
+def _builders(surface: Surface, key: str) -> list[str]:
+    """Every class of the candidate that builds a submodule ``key`` from its spec."""
+    memo = ("builders", key)
+    if memo not in surface._memo:
+        surface._memo[memo] = sorted(q for q, entry in surface.classes.items() if key in entry.get(SPEC_BUILT, {}))
+    return surface._memo[memo]
+
+
 def _spec_findings(use, methods: dict, surface: Surface) -> list[Finding]:
     """A project class in a megatron class's spec: its ``__init__`` against the ``build_module`` call (plus the
-    keywords the spec adds), its ``forward`` against how the megatron class calls the built module."""
+    keywords the spec adds), its ``forward`` against how the megatron class calls the built module. For a spec of
+    unknown origin (``use.name`` ""), only what every class of the candidate that builds ``key`` does."""
     key, origin, added = use.spec
-    built, called = spec_shapes(surface, use.name, use.alternatives, key)
-    owner = use.name.rsplit(".", 1)[-1]
+    owners = [(use.name, use.alternatives)] if use.name else [(q, ()) for q in _builders(surface, key)]
+    shapes = [spec_shapes(surface, name, alternatives, key) for name, alternatives in owners]
+    owner = f"the candidate's {use.name.rsplit('.', 1)[-1]}" if use.name else f"every class of the candidate that " \
+        f"builds a {key}"
     findings = []
-    checks = [("forward", called, "calls"), ("__init__", [_with_keywords(x, added) for x in built] if added is not None
-                                             else [], "builds")]
-    for method, shapes, verb in checks:
-        if method not in methods or not shapes:
+    for method, index, verb in (("forward", 1, "calls"), ("__init__", 0, "builds")):
+        if method not in methods or (index == 0 and added is None):
             continue
         mine = parse_signature(methods[method])
         mine = {**mine, PARAMS: mine[PARAMS][1:]}
-        findings += [Finding(f.path, f.line, f.name, f.kind, f.guarded, f.guard, f.instead, use="spec")
-                     for f in _call_site_findings(replace(use, name=f"{origin}.{method}"), mine, shapes, f"the candidate's {owner} {verb} its {key} "
-                                                  f"from this spec; {origin.rsplit('.', 1)[-1]}.{method}", set())]
+        per_owner = [{label: why for shape in built_called[index]
+                      for label, why in misfits(_with_keywords(shape, added) if index == 0 else shape, mine)}
+                     for built_called in shapes]
+        common = [(label, why) for label, why in (per_owner[0] if per_owner else {}).items()
+                  if all(label in other for other in per_owner[1:])]
+        guarded = bool(mine[VARARGS] or mine[VARKW])
+        guard = f"it takes *args/**kwargs (line {use.line})" if guarded else None
+        findings += [Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, guarded, guard,
+                             f"{owner} {verb} its {key} from this spec; "
+                             f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec") for label, why in common]
     return findings
 
 

@@ -402,6 +402,7 @@ class _FileScanner:
         elif isinstance(s, (ast.If, ast.While)):
             self.branches(s.test, s.lineno, (s.body, s.orelse), self.block)
         elif isinstance(s, ast.Assign):
+            self.spec_edit(s)
             self.expr(s.value)
             self.forwarding = self.forwards(s.value)
             for t in s.targets:
@@ -655,6 +656,19 @@ class _FileScanner:
             if k.arg and origin:
                 self.uses.append(Use(self.path, k.value.lineno, classes[0], "spec", tuple(self.guards),
                                      classes[1:], spec=(k.arg, origin, added)))
+
+    def spec_edit(self, s: ast.Assign) -> None:
+        """``spec.submodules.key.module = ProjectClass`` or ``spec.submodules.key = ModuleSpec(module=ProjectClass)``
+        on a spec of unknown origin: a ``spec`` use for whichever megatron class builds ``key`` (name "")."""
+        value, added = s.value, ()
+        if isinstance(value, ast.Call) and (self.paths(value.func) or ("",))[0].endswith(".ModuleSpec"):
+            value, added = _keyword(value, "module", 0), _spec_keywords(value)
+        origin = self.project_class(value)
+        for t in s.targets if origin else ():
+            if isinstance(t, ast.Attribute) and t.attr == "module" and isinstance(t.value, ast.Attribute):
+                t, added = t.value, None  # the spec's params and submodules stay as they were: unknown here
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Attribute) and t.value.attr == "submodules":
+                self.uses.append(Use(self.path, s.lineno, "", "spec", tuple(self.guards), spec=(t.attr, origin, added)))
 
     def project_class(self, node) -> str | None:
         """``module.Class`` of a project class a name denotes (defined at the top of this file or imported)."""
