@@ -787,3 +787,22 @@ def test_a_spec_the_project_edits_is_checked_against_every_class_that_builds_tha
     # both classes that build a self_attention call it with attention_bias=; only one passes sink= or name=; the
     # params and submodules of an edited spec's module are unknown (no __init__ check on line 9)
     assert got == {(9, "edit.MyAttention.forward(attention_bias=)"), (10, "edit.MyAttention.forward(attention_bias=)")}
+
+
+def test_an_instance_rebound_by_a_loop_a_with_or_a_walrus_is_not_held(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"r.py": """
+        from megatron.core.attention import SelfAttention
+        def rebound(cfg, items, ctx, other):
+            c = SelfAttention(cfg, None, 1)
+            for c in items:
+                pass
+            d = SelfAttention(cfg, None, 1)
+            with ctx as d:
+                pass
+            e = SelfAttention(cfg, None, 1)
+            if (e := other()):
+                pass
+            f = SelfAttention(cfg, None, 1)
+            return c.hook(1, 2), d.hook(1, 2), e.hook(1, 2), f.hook(1, 2)
+        """})
+    assert {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings} == {(14, "hook(…)")}

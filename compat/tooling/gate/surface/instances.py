@@ -9,8 +9,9 @@ Precision over recall: a name holds an instance only where its type cannot be an
 - a parameter annotated with a megatron name (``def f(m: GPTModel)``) that its function never rebinds: it may
   hold a subclass (``TransformerConfig`` subclasses add fields), so only calls of members the class has are
   checked (``via=ANNOTATED``), never a missing member;
-- ``self.x = X(...)`` in a class's ``__init__`` where nothing in the class stores ``x`` on any object again
-  (``setattr`` with a computed name: nothing is held).
+- ``self.x = X(...)`` in a class's ``__init__`` where no statement in the class stores ``x`` on any object
+  again (an assignment, loop or ``with`` target, ``del``, a ``setattr`` statement; a ``setattr`` with a computed
+  name: nothing is held).
 
 Whether ``X`` is a class (and not a factory function) is decided against the candidate, in check.py.
 """
@@ -28,37 +29,66 @@ ANNOTATED = "annotated as a megatron class"  # the same for a parameter: it may 
 Resolve = Callable[[ast.AST], "tuple | None"]  # an expression -> the megatron paths it denotes (or None)
 
 
-def _bound_names(nodes) -> Counter:
-    """How often each name is bound in one scope: stores, deletes, imports, defs, handlers, captures, params;
-    ``global``/``nonlocal`` names count as bound elsewhere too. Nested defs, classes and lambdas are their own
-    scopes (only their names count here)."""
+def _bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter:
+    """How often each name is bound in one scope: assignment, loop, ``with`` and ``del`` targets, imports, defs,
+    handlers, match captures, parameters and walrus targets; ``global``/``nonlocal`` names count as bound elsewhere
+    too. Statements are read, and only the expressions that may bind (targets; with ``walrus``, any expression)."""
     counts: Counter = Counter()
-    stack = list(nodes)
+    targets: list = []
+    for arg in (args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]) if args else ():
+        if arg is not None:
+            counts[arg.arg] += 1
+    for stmt in statements(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            counts[stmt.name] += 1
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            counts.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            counts.update({name: 2 for name in stmt.names})
+        else:
+            targets += _targets(stmt)
+        for handler in getattr(stmt, "handlers", None) or []:
+            if handler.name:
+                counts[handler.name] += 1
+        for case in getattr(stmt, "cases", None) or []:
+            for node in ast.walk(case.pattern):
+                for attr in ("name", "rest"):
+                    if isinstance(getattr(node, attr, None), str):
+                        counts[getattr(node, attr)] += 1
+        if walrus and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            fields = [v for f, v in ast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody", "handlers")]
+            targets += [n.target for v in fields for n in _walrus(v)]
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                counts[node.id] += 1
+    return counts
+
+
+def _targets(stmt) -> list:
+    """The target expressions a statement stores to (assignment, loop, ``with ... as``, ``del``)."""
+    if isinstance(stmt, (ast.Assign, ast.Delete)):
+        return list(stmt.targets)
+    if isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        return [stmt.target]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    return []
+
+
+def _walrus(value) -> list:
+    """The ``:=`` expressions in a statement's own fields (not in lambdas)."""
+    found, stack = [], [value]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            counts[node.name] += 1
-            stack.extend(node.decorator_list)
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            counts[node.id] += 1
-        elif isinstance(node, ast.arg):
-            counts[node.arg] += 1
-        elif isinstance(node, ast.alias):
-            counts[(node.asname or node.name).split(".")[0]] += 1
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                counts[name] += 2
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            counts[node.name] += 1
-        elif type(node).__name__.startswith("Match"):
-            for attr in ("name", "rest"):
-                if isinstance(getattr(node, attr, None), str):
-                    counts[getattr(node, attr)] += 1
-        stack.extend(ast.iter_child_nodes(node))
-    return counts
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, ast.NamedExpr):
+            found.append(node)
+            stack.append(node.value)
+        elif isinstance(node, ast.AST) and not isinstance(node, (ast.Lambda, ast.stmt)):
+            stack.extend(v for _f, v in ast.iter_fields(node))
+    return found
 
 
 def _constructed(value, resolve: Resolve) -> tuple | None:
@@ -68,9 +98,9 @@ def _constructed(value, resolve: Resolve) -> tuple | None:
     return None
 
 
-def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve) -> dict:
+def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True) -> dict:
     """name -> (megatron class paths, the ``via`` of its uses), for the names of one scope (a function or module
-    body) that hold an instance and nothing else."""
+    body) that hold an instance and nothing else (``walrus``: the source has ``:=``, which may bind anywhere)."""
     found: dict[str, tuple] = {}
     params = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
     for arg in params:
@@ -90,7 +120,7 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve) ->
             found[name] = paths, INSTANCE
     if not found:
         return {}
-    counts = _bound_names(list(body) + ([args] if args is not None else []))
+    counts = _bound_names(body, args, walrus)
     return {name: paths for name, paths in found.items() if counts[name] == 1}
 
 
@@ -117,11 +147,13 @@ def held_attributes(node: ast.ClassDef, resolve: Resolve) -> dict:
     if not found:
         return {}
     stores: Counter = Counter()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and not isinstance(sub.ctx, ast.Load):
-            stores[sub.attr] += 1
-        elif isinstance(sub, ast.Call) and dotted(sub.func) in ("setattr", "delattr"):
-            name = sub.args[1] if len(sub.args) > 1 else None
+    for stmt in statements(node.body, into_defs=True):  # statement-level stores (and setattr statements)
+        for target in _targets(stmt):
+            stores.update(n.attr for n in ast.walk(target) if isinstance(n, ast.Attribute)
+                          and not isinstance(n.ctx, ast.Load))
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and dotted(call.func) in ("setattr", "delattr"):
+            name = call.args[1] if len(call.args) > 1 else None
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
                 return {}
             stores[name.value] += 2

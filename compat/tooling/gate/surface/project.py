@@ -111,7 +111,7 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
-        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths)
+        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus)
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -510,7 +510,7 @@ class _FileScanner:
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body)
-            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths)
+            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
         plain = not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod")
                         for d in getattr(node, "decorator_list", ()))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
