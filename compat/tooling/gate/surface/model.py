@@ -36,7 +36,7 @@ from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
                          parse_source, size_of)
 
-MODEL_FORMAT = 9
+MODEL_FORMAT = 10
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -394,11 +394,40 @@ def _spec_built(node: ast.ClassDef) -> dict:
                 and call.args and isinstance(call.args[0], ast.Attribute)):
             continue
         key = call.args[0].attr
-        shape = call_shape(ast.Call(call.func, call.args[1:], call.keywords))
+        shape = call_shape(ast.Call(call.func, call.args[1:], _expand_local_dict(init, call.keywords)))
         entry = out.setdefault(key, [target.attr, []])
         if shape is not None and shape not in entry[1]:
             entry[1].append(shape)
     return out
+
+
+def _expand_local_dict(function, keywords: list) -> list:
+    """``**kwargs`` of a dict the function builds itself (``kw = {}``, ``kw["k"] = v``, also under an ``if``) and uses
+    nowhere else: one keyword per key it may hold. Otherwise the keywords unchanged (the splat stays unknown)."""
+    splats = [k for k in keywords if k.arg is None]
+    if len(splats) != 1 or not isinstance(splats[0].value, ast.Name):
+        return keywords
+    name, keys = splats[0].value.id, []
+    known = sum(isinstance(n, ast.keyword) and n.arg is None and isinstance(n.value, ast.Name) and n.value.id == name
+                for n in ast.walk(function))  # every ``**name`` splat is a use that reads it
+    splat_uses = known
+    for stmt in statements(function.body):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Dict) and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+            keys += [k.value for k in value.keys]
+            known += 1
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name \
+                and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+            keys.append(target.slice.value)
+            known += 1
+    if known == splat_uses or sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(function)) != known:
+        return keywords
+    named = [k for k in keywords if k.arg is not None]
+    return named + [ast.keyword(arg=k, value=splats[0].value) for k in dict.fromkeys(keys) if
+                    all(k != n.arg for n in named)]
 
 
 def _literal_names(node) -> list[str] | None:
