@@ -625,12 +625,15 @@ def test_a_provider_through_partial_lambda_or_a_nested_def_is_checked_like_a_pla
                 return None
             get_model(nested, None)
             nested_partial = partial(open_provider, cfg)
-            return get_model(nested_partial, None)
+            get_model(nested_partial, None)
+            outer_partial = partial(provider, cfg)
+            return get_model(outer_partial, None)
         """})
     got = {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind == c.OVERRIDE}
     # open_provider takes vp_stage=; get_model calls the provider with pre_process=, post_process=, vp_stage=
     assert got == {(9, "get_model(vp_stage=)->partial(provider)"), (11, "get_model(vp_stage=)-><lambda>"),
-                   (13, "get_model(vp_stage=)->bound"), (17, "get_model(vp_stage=)->nested")}
+                   (13, "get_model(vp_stage=)->bound"), (17, "get_model(vp_stage=)->nested"),
+                   (21, "get_model(vp_stage=)->outer_partial")}
 
 
 def test_partial_signature_is_what_inspect_reports():

@@ -509,7 +509,7 @@ class _FileScanner:
         self.self_names.append((args.args[0].arg, self.instance[-1]) if method and self.instance[-1] else None)
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         if isinstance(body, list):
-            self.local_defs[id(self.scopes[-1])] = _module_functions(body)
+            self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
         plain = not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod")
                         for d in getattr(node, "decorator_list", ()))
@@ -751,16 +751,18 @@ def _calls_super(method) -> bool:
                and dotted(n.value.func) == "super" for n in ast.walk(method))
 
 
-def _module_functions(body: list) -> dict:
+def _module_functions(body: list, outer=None) -> dict:
     """name -> signature of each function a module or function body defines at its top level (``def``, or a
-    ``partial``/``lambda`` of one assigned to a name); "" for a name bound twice."""
+    ``partial``/``lambda`` of one assigned to a name; ``outer`` gives the signature of a name the body does not
+    define); "" for a name bound twice."""
     defs: dict[str, str] = {}
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defs[stmt.name] = "" if stmt.name in defs else signature(stmt.args)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
                 and stmt.targets[0].id not in defs:
-            named = _callable(stmt.value, lambda name: defs.get(name) or "")
+            named = _callable(stmt.value, lambda name: defs.get(name, "") if name in defs or outer is None
+                              else outer(name))
             defs[stmt.targets[0].id] = named[1] if named else ""
         elif isinstance(stmt, (ast.Assign, ast.ClassDef, ast.Import, ast.ImportFrom)):
             for name in _top_names(stmt):
