@@ -785,11 +785,19 @@ def test_a_spec_the_project_edits_is_checked_against_every_class_that_builds_tha
             spec.submodules.self_attention.module = MyAttention
             other.submodules.self_attention = ModuleSpec(module=MyAttention)
             other.submodules.unknown_key = ModuleSpec(module=MyAttention)
+            other.submodules.self_attention.module = Child
+            other.submodules.self_attention.module = Own
+        class Child(MyAttention):
+            pass
+        class Own(ModuleSpec):
+            pass
         """})
     got = {(f.line, f.name) for f in report.findings if f.use == "spec"}
     # both classes that build a self_attention call it with attention_bias=; only one passes sink= or name=; the
-    # params and submodules of an edited spec's module are unknown (no __init__ check on line 9)
-    assert got == {(9, "edit.MyAttention.forward(attention_bias=)"), (10, "edit.MyAttention.forward(attention_bias=)")}
+    # params and submodules of an edited spec's module are unknown (no __init__ check on line 9); Child inherits
+    # MyAttention's forward, Own a megatron class's
+    assert got == {(9, "edit.MyAttention.forward(attention_bias=)"), (10, "edit.MyAttention.forward(attention_bias=)"),
+                   (12, "edit.Child.forward(attention_bias=)")}
 
 
 def test_an_instance_rebound_by_a_loop_a_with_or_a_walrus_is_not_held(tmp_path, wheels):

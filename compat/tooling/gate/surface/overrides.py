@@ -157,7 +157,7 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
                 findings += [Finding(f.path, f.line, f"{f.name}->{function}", f.kind, f.guarded, f.guard, f.instead,
                                      use="callback") for f in found]
         elif use.how == "spec":
-            findings += _spec_findings(use, scan.classes.get(use.spec[1]) or {}, surface)
+            findings += _spec_findings(use, scan, surface)
     return findings
 
 
@@ -186,7 +186,7 @@ def _builders(surface: Surface, key: str) -> list[str]:
     return surface._memo[memo]
 
 
-def _spec_findings(use, methods: dict, surface: Surface) -> list[Finding]:
+def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
     """A project class in a megatron class's spec: its ``__init__`` against the ``build_module`` call (plus the
     keywords the spec adds), its ``forward`` against how the megatron class calls the built module. For a spec of
     unknown origin (``use.name`` ""), only what every class of the candidate that builds ``key`` does."""
@@ -197,9 +197,10 @@ def _spec_findings(use, methods: dict, surface: Surface) -> list[Finding]:
         f"builds a {key}"
     findings = []
     for method, index, verb in (("forward", 1, "calls"), ("__init__", 0, "builds")):
-        if method not in methods or (index == 0 and added is None):
+        sig = scan.method(origin, method)
+        if sig is None or (index == 0 and added is None):
             continue
-        mine = parse_signature(methods[method])
+        mine = parse_signature(sig)
         mine = {**mine, PARAMS: mine[PARAMS][1:]}
         per_owner = [{label: why for shape in built_called[index]
                       for label, why in misfits(_with_keywords(shape, added) if index == 0 else shape, mine)}

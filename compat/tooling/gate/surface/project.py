@@ -29,6 +29,7 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
+BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 SELF_ATTRIBUTE = "self attribute"  # ``self.X`` that only a megatron base class can have set
 SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
 
@@ -67,7 +68,23 @@ class ProjectScan:
     skipped: list = field(default_factory=list)  # (path, why)
     own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
-    classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature} of the project's classes
+    classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature, BASES: ...} of its classes
+
+    def method(self, origin: str, name: str, depth: int = 0) -> str | None:
+        """The signature of the method ``name`` a project class defines or inherits from a project base (None
+        where it comes from elsewhere or is not known)."""
+        entry = self.classes.get(origin)
+        if entry is None or depth > 8:
+            return None
+        if name in entry:
+            return entry[name]
+        for base in entry[BASES]:
+            if base is None:
+                return None  # a megatron or unknown base comes first: the method is not the project's
+            found = self.method(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
 
 
 def _is_megatron(name: str | None) -> bool:
@@ -89,10 +106,12 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
-        self.classes = {node.name: _methods(node) for node in tree.body if isinstance(node, ast.ClassDef)}
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
                         for a in s.names}
+        top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases)}
+                        for name, node in top.items()}
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
         self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
@@ -669,6 +688,12 @@ class _FileScanner:
                 t, added = t.value, None  # the spec's params and submodules stay as they were: unknown here
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Attribute) and t.value.attr == "submodules":
                 self.uses.append(Use(self.path, s.lineno, "", "spec", tuple(self.guards), spec=(t.attr, origin, added)))
+
+    def class_origin(self, node, top: dict) -> str | None:
+        """``module.Class`` of a base written as a name of this file's top-level classes or of its imports."""
+        if not isinstance(node, ast.Name):
+            return None
+        return f"{self.module}.{node.id}" if node.id in top else self.origins.get(node.id)
 
     def project_class(self, node) -> str | None:
         """``module.Class`` of a project class a name denotes (defined at the top of this file or imported)."""
