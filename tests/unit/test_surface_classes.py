@@ -846,3 +846,26 @@ def test_build_module_keywords_from_a_dict_the_megatron_class_builds_itself(tmp_
     # elsewhere, so what it holds is not known
     assert {(f.line, f.name) for f in report.findings if f.use == "spec"} == {
         (8, "s.Mine.__init__(cp_comm_type=)"), (8, "s.Mine.__init__(pg_collection=)")}
+
+
+def test_a_spec_under_a_megatron_version_check_is_guarded(tmp_path, wheels):
+    cache = tmp_path / "cache" / "wheels"
+    new_layer = LAYER.replace("attention_mask=mask)", "attention_mask=mask, attention_bias=None)")
+    make_wheel(cache, "0.4.0", {**NEW, "megatron/core/spec_utils.py": SPEC_UTILS, "megatron/core/layer.py": new_layer})
+    report = gate(tmp_path, wheels, {"v.py": """
+        from megatron.core.spec_utils import ModuleSpec
+        from megatron.core.layer import Layer, LayerSubmodules
+        class Old:
+            def forward(self, hidden_states, attention_mask):
+                return hidden_states
+        def spec(mcore_version):
+            if mcore_version < (0, 4):
+                return ModuleSpec(module=Layer, submodules=LayerSubmodules(self_attention=Old))
+        def other():
+            try:
+                return ModuleSpec(module=Layer, submodules=LayerSubmodules(self_attention=Old))
+            except ImportError:
+                return None
+        """})
+    got = {(f.line, f.guarded) for f in report.findings if f.use == "spec"}
+    assert got == {(9, True), (12, False)}  # a try around the spec does not catch what the layer does later

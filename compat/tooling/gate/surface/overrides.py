@@ -19,8 +19,11 @@ project's function takes ``*args``/``**kwargs``.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .... import version as _v
 from ....errors import VersionError
+from . import guards as g
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
@@ -207,12 +210,19 @@ def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
                      for built_called in shapes]
         common = [(label, why) for label, why in (per_owner[0] if per_owner else {}).items()
                   if all(label in other for other in per_owner[1:])]
-        guarded = bool(mine[VARARGS] or mine[VARKW])
-        guard = f"it takes *args/**kwargs (line {use.line})" if guarded else None
-        findings += [Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, guarded, guard,
+        guard = f"it takes *args/**kwargs (line {use.line})" if mine[VARARGS] or mine[VARKW] else \
+            _branch_guard(use, surface)
+        findings += [Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, guard is not None, guard,
                              f"{owner} {verb} its {key} from this spec; "
                              f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec") for label, why in common]
     return findings
+
+
+def _branch_guard(use, surface: Surface) -> str | None:
+    """A version check, flag or probe around the spec line (a branch not taken on the candidate builds nothing);
+    a ``try`` around it is no guard: megatron builds and calls the module later, elsewhere."""
+    branches = tuple(x for x in use.guards if x[0] != g.TRY)
+    return _guard_of(replace(use, guards=branches), OVERRIDE, use.name, use.spec[0], surface) if branches else None
 
 
 def _with_keywords(shape: str, added: tuple) -> str:
