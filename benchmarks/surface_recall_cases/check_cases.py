@@ -3,8 +3,8 @@
     python benchmarks/surface_recall_cases/check_cases.py [--mirror /work/.mirror] [FILE ...]
 
 For each case: the fields and shape are well formed, ``fix`` resolves in ``MIRROR/<owner>+<name>/repo``, ``path``
-exists at ``fix^``, and line ``line`` of that file at ``fix^`` contains the symbol's last component. Exit 1 with one
-line per problem, else 0.
+exists at ``fix^``, and line ``line`` of that file at ``fix^`` contains the symbol's last component (or the name the
+file imports it as: ``import X as Y``). Exit 1 with one line per problem, else 0.
 """
 from __future__ import annotations
 
@@ -70,8 +70,10 @@ def history_problems(case: dict, mirror: Path) -> list[str]:
     if case["line"] > len(lines):
         return [f"{case['path']} has {len(lines)} lines at {case['fix']}^, not {case['line']}"]
     name = last_component(case["symbol"])
-    if name not in lines[case["line"] - 1]:
-        return [f"line {case['line']} of {case['path']} at {case['fix']}^ does not contain {name!r}"]
+    spellings = {name} | set(re.findall(rf"\b{re.escape(name)}\s+as\s+(\w+)", text))
+    if not any(spelling in lines[case["line"] - 1] for spelling in spellings):
+        return [f"line {case['line']} of {case['path']} at {case['fix']}^ does not contain {name!r}"
+                + (f" or its alias {sorted(spellings - {name})}" if len(spellings) > 1 else "")]
     return []
 
 
