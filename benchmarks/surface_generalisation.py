@@ -112,8 +112,14 @@ def wanted_part(symbol: str) -> str:
     return symbol.split("(")[0].rstrip(".").split(".")[-1]
 
 
+def names_case(finding, symbol: str) -> bool:
+    """The finding is about the case's symbol: it names its part, or it is the missing module that holds it."""
+    return wanted_part(symbol) in finding.name or (finding.kind == c.MISSING_MODULE
+                                                   and symbol.startswith(finding.name + "."))
+
+
 def at_case(finding, case: dict, line: int | None) -> bool:
-    if finding.path != case["path"] or finding.kind not in c.BREAKING or wanted_part(case["symbol"]) not in finding.name:
+    if finding.path != case["path"] or finding.kind not in c.BREAKING or not names_case(finding, case["symbol"]):
         return False
     lines = [finding.line, *(getattr(finding, "also_at", None) or [])]
     return line is None or any(isinstance(n, int) and abs(n - line) <= NEAR for n in lines)
@@ -160,8 +166,7 @@ def score_case(case: dict, gate: Gate) -> dict:
     row["hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded} for f in hits]
     row["verdict"] = ("FOUND" if any(not f.guarded for f in hits) else "FOUND-GUARDED" if hits else "MISSED")
     if row["verdict"] == "MISSED":
-        elsewhere = [f for f in before if f.path == case["path"] and f.kind in c.BREAKING
-                     and wanted_part(case["symbol"]) in f.name]
+        elsewhere = [f for f in before if at_case(f, case, None)]
         row["why"] = (f"named at line {elsewhere[0].line}, not within {NEAR} of {case.get('line')}" if elsewhere
                       else "no finding of that name at that path")
     # at the fix the file may have moved lines: any finding of the same name in the same file still counts

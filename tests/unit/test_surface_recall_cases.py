@@ -115,3 +115,12 @@ def test_recall_by_shape_counts_only_the_four_shapes():
     assert by["override"] == {"cases": 1, "found": 0, "guarded": 1}
     assert by["other"]["cases"] == 1
     assert by["all four"] == {"cases": 3, "found": 1, "guarded": 1}
+
+
+def test_a_missing_module_counts_for_the_names_it_holds():
+    case = {**CASE, "shape": "import", "symbol": "megatron.core.transformer.moe.legacy_a2a_token_dispatcher.Dispatcher"}
+    module = "megatron.core.transformer.moe.legacy_a2a_token_dispatcher"
+    assert study.at_case(finding(name=module, kind=c.MISSING_MODULE), case, CASE["line"])
+    assert not study.at_case(finding(name="megatron.core.transformer.moe.legacy", kind=c.MISSING_MODULE), case,
+                             CASE["line"])  # a prefix of the text, not a module that holds the symbol
+    assert not study.at_case(finding(name=module, kind=c.MISSING_NAME), case, CASE["line"])
