@@ -6,6 +6,10 @@ set was run only after the last change to ``compat/tooling/gate/surface/``. Snap
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
     python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|both]
+    python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
+
+Recall cases: ``benchmarks/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
+scored at the commit before its fix and at the fix, on the release it names, by scan + check as ``compat gate`` does.
 
 Writes ``benchmarks/results/surface_generalisation.json`` and the section between the markers in
 ``benchmarks/results/surface_study.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
