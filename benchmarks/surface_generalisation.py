@@ -68,6 +68,8 @@ SEED = 15
 SAMPLE_EXTRA = 3
 EXTRA_SEED = 16
 LABELS = ROOT / "benchmarks" / "results" / "surface_generalisation_labels.json"
+# Why each missed case is missed, read by hand (case id -> one line); the table shows the automatic reason without it
+MISS_REASONS = ROOT / "benchmarks" / "results" / "surface_recall_misses.json"
 BEGIN, END = "<!-- generalisation:begin -->", "<!-- generalisation:end -->"
 
 
@@ -211,7 +213,7 @@ def reviewed(items: list, labels: dict) -> dict:
     return {"counts": counts, "false_alarm_share": round(counts["false"] / done, 3) if done else None}
 
 
-def recall_markdown(rows: list) -> list:
+def recall_markdown(rows: list, reasons: dict) -> list:
     if not rows:
         return ["", "Recall: no cases for this set (its file in benchmarks/surface_recall_cases/ is absent or empty)."]
     by = recall_by_shape(rows)
@@ -230,10 +232,15 @@ def recall_markdown(rows: list) -> list:
         verdict = r["verdict"] + (f" ({seen})" if seen else f" ({r.get('why', '')})")
         lines.append(f"| {r['id']} | {r['shape']} | {r['repo'].split('/')[-1]} `{str(r['fix'])[:9]}` | "
                      f"{r['candidate']} | `{r['path']}:{r['line']}` | `{r['symbol']}` | {verdict} | {r['at_fix']} |")
+    missed = [r for r in rows if r["verdict"] == "MISSED"]
+    if missed:
+        lines += ["", "Missed, and why (read by hand where `surface_recall_misses.json` has the case):", ""]
+        lines += [f"- {r['id']} ({r['shape']}, {r['repo']} `{str(r['fix'])[:9]}`, {r['candidate']}): "
+                  f"{reasons.get(r['id'], r.get('why', ''))}" for r in missed]
     return lines
 
 
-def markdown(result: dict) -> str:
+def markdown(result: dict, reasons: dict) -> str:
     lines = [BEGIN, "", f"### Results (measured {result['date']}, load average {result['loadavg']})", ""]
     for set_name, data in result["sets"].items():
         rv = data["review"]
@@ -245,7 +252,7 @@ def markdown(result: dict) -> str:
                             for v, r in row["releases"].items())
             lines.append(f"| {row['project']} | `{row['commit'][:9]}` | {row['files']} | {row['megatron_files']} | "
                          f"{row['uses']} | {row['scan_s']} | {per} |")
-        lines += recall_markdown(data.get("recall", []))
+        lines += recall_markdown(data.get("recall", []), reasons)
         lines += ["", f"Hand review: {len(data['sample'])} unguarded findings sampled (up to {SAMPLE_PER_PROJECT} per "
                   f"project, seed {SEED}, then up to {SAMPLE_EXTRA} more of the rest, seed {EXTRA_SEED}) of {data['unguarded_unique']} unique; true {rv['counts']['true']}, false "
                   f"{rv['counts']['false']}, unreviewed {rv['counts']['unreviewed']}: false-alarm share "
@@ -304,7 +311,7 @@ def main() -> int:
     out_json.write_text(json.dumps(result, indent=1) + "\n")
     md = args.out / "surface_study.md"
     text = md.read_text()
-    section = markdown(result)
+    section = markdown(result, json.loads(MISS_REASONS.read_text()) if MISS_REASONS.exists() else {})
     if BEGIN in text:
         text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END):]
     else:
