@@ -60,6 +60,7 @@ DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
 # evaluation file is mined blind by another hand and may be absent.
 CASES_DIR = ROOT / "benchmarks" / "surface_recall_cases"
 SHAPES = ("import", "attribute", "call", "override")  # counted in recall; "other" is listed, not counted
+NOT_RUN = "NOT RUN"  # the case's snapshot or commit is missing here: listed, not counted
 NEAR = 2  # lines between the case's line and a finding's that still count as the same place
 SAMPLE_PER_PROJECT = 12
 SEED = 15
@@ -165,8 +166,7 @@ def score_case(case: dict, gate: Gate) -> dict:
         sha, before = gate.findings(case["repo"], f"{case['fix']}^", case["candidate"])
         _, after = gate.findings(case["repo"], case["fix"], case["candidate"])
     except (subprocess.CalledProcessError, SystemExit) as exc:
-        return {**row, "verdict": "MISSED", "why": f"not run: {str(exc).splitlines()[0][:120]}", "hits": [],
-                "at_fix": "not run"}
+        return {**row, "verdict": NOT_RUN, "why": str(exc).splitlines()[0], "hits": [], "at_fix": NOT_RUN}
     hits = [f for f in before if at_case(f, case, case.get("line"))]
     row["before_commit"] = sha
     row["hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded} for f in hits]
@@ -191,6 +191,8 @@ def run_cases(set_name: str, gate: Gate) -> list:
 
 
 def recall_by_shape(rows: list) -> dict:
+    """Counts per shape of the cases that ran (a case whose snapshot or commit is missing is listed, not counted)."""
+    rows = [r for r in rows if r["verdict"] != NOT_RUN]
     out = {}
     for shape in (*SHAPES, "other"):
         mine = [r for r in rows if r.get("shape") == shape]

@@ -109,7 +109,8 @@ def test_recall_by_shape_counts_only_the_four_shapes():
     rows = [{"shape": "call", "meant_to_see": True, "verdict": "FOUND"},
             {"shape": "call", "meant_to_see": True, "verdict": "MISSED"},
             {"shape": "override", "meant_to_see": True, "verdict": "FOUND-GUARDED"},
-            {"shape": "other", "meant_to_see": False, "verdict": "FOUND"}]
+            {"shape": "other", "meant_to_see": False, "verdict": "FOUND"},
+            {"shape": "call", "meant_to_see": True, "verdict": study.NOT_RUN}]  # no snapshot: not counted
     by = study.recall_by_shape(rows)
     assert by["call"] == {"cases": 2, "found": 1, "guarded": 0}
     assert by["override"] == {"cases": 1, "found": 0, "guarded": 1}
@@ -124,3 +125,9 @@ def test_a_missing_module_counts_for_the_names_it_holds():
     assert not study.at_case(finding(name="megatron.core.transformer.moe.legacy", kind=c.MISSING_MODULE), case,
                              CASE["line"])  # a prefix of the text, not a module that holds the symbol
     assert not study.at_case(finding(name=module, kind=c.MISSING_NAME), case, CASE["line"])
+
+
+def test_a_case_without_its_snapshot_is_not_run_rather_than_missed(tmp_path):
+    gate = study.Gate(tmp_path / "no-mirror", tmp_path, {})
+    row = study.score_case(CASE, gate)
+    assert row["verdict"] == study.NOT_RUN and "fetch o/p first" in row["why"]
