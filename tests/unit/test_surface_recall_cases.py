@@ -30,7 +30,7 @@ def test_case_file_follows_the_shared_format(path):
     assert isinstance(cases, list) and cases
     assert len({case["id"] for case in cases}) == len(cases), "ids must be unique"
     for case in cases:
-        assert set(case) == FIELDS, case["id"]
+        assert FIELDS <= set(case), case["id"]  # the shared fields; a set may add its own
         assert re.fullmatch(r"[\w.-]+/[\w.-]+", case["repo"]), case["id"]
         assert re.fullmatch(r"[0-9a-f]{7,40}", case["fix"]) and len(case["fix"]) >= 7, case["id"]
         assert case["candidate"] in WHEEL_RELEASES, case["id"]
