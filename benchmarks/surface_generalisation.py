@@ -17,6 +17,7 @@ Writes ``benchmarks/results/surface_generalisation.json`` and the section betwee
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
 import re
@@ -125,11 +126,32 @@ def names_case(finding, symbol: str) -> bool:
                                                    and symbol.startswith(finding.name + "."))
 
 
-def at_case(finding, case: dict, line: int | None) -> bool:
+def statement_span(source: str, line: int) -> tuple[int, int]:
+    """The lines of the innermost statement holding ``line`` (a compound statement: its header only), so a case
+    written at a call's first line and a finding at its keyword's line (or the reverse) are the same place."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return line, line
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            body = getattr(node, "body", None)
+            end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
+                else node.end_lineno or node.lineno
+            if node.lineno <= line <= end and (best is None or end - node.lineno <= best[1] - best[0]):
+                best = (node.lineno, end)
+    return best or (line, line)
+
+
+def at_case(finding, case: dict, line: int | None, span: tuple[int, int] | None = None) -> bool:
     if finding.path != case["path"] or finding.kind not in c.BREAKING or not names_case(finding, case["symbol"]):
         return False
+    if line is None:
+        return True
+    low, high = span or (line, line)
     lines = [finding.line, *(getattr(finding, "also_at", None) or [])]
-    return line is None or any(isinstance(n, int) and abs(n - line) <= NEAR for n in lines)
+    return any(isinstance(n, int) and low - NEAR <= n <= high + NEAR for n in lines)
 
 
 class Gate:
@@ -140,13 +162,22 @@ class Gate:
         self.scans: dict = {}
         self.models: dict = {}
         self.reports: dict = {}
+        self.roots: dict = {}
 
     def scan(self, repo: str, rev: str):
         if (repo, rev) not in self.scans:
             dest = self.tmp / f"recall-{repo.replace('/', '+')}-{len(self.scans)}"
             sha = export(git_dir(self.mirror, repo), rev, dest)
             self.scans[(repo, rev)] = (sha, scan_project(dest))
+            self.roots[(repo, rev)] = dest
         return self.scans[(repo, rev)]
+
+    def span(self, repo: str, rev: str, path: str, line: int) -> tuple[int, int]:
+        self.scan(repo, rev)
+        try:
+            return statement_span((self.roots[(repo, rev)] / path).read_text(errors="replace"), line)
+        except OSError:
+            return line, line
 
     def findings(self, repo: str, rev: str, version: str) -> tuple[str, list]:
         if (repo, rev, version) not in self.reports:
@@ -167,7 +198,9 @@ def score_case(case: dict, gate: Gate) -> dict:
         _, after = gate.findings(case["repo"], case["fix"], case["candidate"])
     except (subprocess.CalledProcessError, SystemExit) as exc:
         return {**row, "verdict": NOT_RUN, "why": str(exc).splitlines()[0], "hits": [], "at_fix": NOT_RUN}
-    hits = [f for f in before if at_case(f, case, case.get("line"))]
+    line = case.get("line")
+    span = gate.span(case["repo"], f"{case['fix']}^", case["path"], line) if isinstance(line, int) else None
+    hits = [f for f in before if at_case(f, case, line, span)]
     row["before_commit"] = sha
     row["hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded} for f in hits]
     row["verdict"] = ("FOUND" if any(not f.guarded for f in hits) else "FOUND-GUARDED" if hits else "MISSED")

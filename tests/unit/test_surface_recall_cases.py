@@ -82,6 +82,40 @@ def test_a_finding_counts_only_at_the_case_with_its_name(found, hit):
     assert study.at_case(found, CASE, CASE["line"]) is hit
 
 
+CALL = """import x
+
+result = get_megatron_optimizer(
+    config,
+    model,
+    no_weight_decay_cond=cond,
+)
+
+
+class Attn(Base):
+    @staticmethod
+    def forward(self,
+                hidden):
+        return hidden
+"""
+
+
+@pytest.mark.parametrize("line, span", [
+    (3, (3, 7)),  # the call's first line: the whole call
+    (6, (3, 7)),  # its keyword's line: the same call
+    (1, (1, 1)),
+    (12, (12, 13)),  # a def's header, not its body
+    (14, (14, 14)),  # a line of the body: that statement
+])
+def test_statement_span_is_the_innermost_statement_or_a_header(line, span):
+    assert study.statement_span(CALL, line) == span
+
+
+def test_a_finding_on_another_line_of_the_case_statement_counts():
+    case = {**CASE, "line": 3}
+    assert study.at_case(finding(line=8), case, 3, (3, 7))
+    assert not study.at_case(finding(line=8), case, 3)  # without the span, five lines away
+
+
 class FakeGate:
     """Findings per revision, as Gate.findings returns them (the real gate runs in the study, on the snapshots)."""
 
@@ -90,6 +124,9 @@ class FakeGate:
 
     def findings(self, repo, rev, version):
         return "0" * 40, self.by_rev[rev]
+
+    def span(self, repo, rev, path, line):
+        return line, line
 
 
 @pytest.mark.parametrize("before, after, verdict, at_fix", [
