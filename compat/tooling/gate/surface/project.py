@@ -20,6 +20,7 @@ from ...archive import read_file
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .model import dotted, signature, statements
+from .scan_cache import FileScan, ScanCache, view_of
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -76,6 +77,7 @@ class _FileScanner:
         self.path, self.own = path, own
         self.walrus = walrus  # the source has ``:=`` (else no expression needs walking for bindings)
         self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
+        self.asked: set = set()  # (project module, name) of each ``from module import name`` (what exports bind)
         self.module, self.is_package = project_module(path)
         every = list(statements(tree.body, into_defs=True))
         self.flags = g.version_flags(tree, every) if versionish else set()
@@ -206,8 +208,11 @@ class _FileScanner:
                             head = a.name.split(".")[0]
                             bind(head, (head,) if head == "megatron" else None, top)
                 elif isinstance(s, ast.ImportFrom):
-                    exported = self.exports.get(self.absolute(s)) or {}
                     megatron = s.level == 0 and _is_megatron(s.module)
+                    source = self.absolute(s)
+                    exported = self.exports.get(source) or {}
+                    if not megatron:
+                        self.asked.update((source, a.name) for a in s.names if a.name != "*")
                     for a in s.names:
                         if a.name != "*":
                             bind(a.asname or a.name, (f"{s.module}.{a.name}",) if megatron else exported.get(a.name),
@@ -812,32 +817,40 @@ def _read(scan: ProjectScan, rel: str, path: Path, total: int) -> tuple[bytes | 
     return None, total
 
 
-def scan_project(root) -> ProjectScan:
+def scan_project(root, *, cache: bool = True) -> ProjectScan:
     """Every use in the project. Names a project module re-exports (``from pkg.helper import mpu``, where helper
-    imports mpu from megatron) are followed into the files that import them, a few links deep."""
+    imports mpu from megatron) are followed into the files that import them, a few links deep. ``cache``: reuse
+    the results of files a run scanned before with the same inputs (scan_cache.py)."""
     root = Path(root)
     if not root.is_dir():
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
     scan = ProjectScan(str(root), own_packages=list(own))
+    store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
     project_modules = {m for names in names_of.values() for m in names}
-    per_file: dict[str, tuple] = {}  # rel -> (uses, sets)
+    per_file: dict[str, FileScan] = {}
+    unparsed: set = set()
     exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
 
-    def scan_one(rel: str, data: bytes, with_exports: dict | None) -> set:
-        """Scan one file; the project modules whose exports that changed."""
-        try:
-            scanner = _scan(data, rel, own, with_exports)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            if rel not in per_file:
-                scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
-            return set()
-        per_file[rel] = (scanner.uses, scanner.sets)
-        mine = scanner.module_exports()
+    def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
+        """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
+        of the exports it imports is not scanned again (the result would be the same), but its exports are still
+        published again, as a new scan would."""
+        done = per_file.get(rel)
+        if done is None or done.view != view_of(done.asked, with_exports):
+            try:
+                done = _scan_file(rel, data, own, with_exports, store)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                if rel not in unparsed:
+                    unparsed.add(rel)
+                    scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
+                return set()
+            per_file[rel] = done
+        mine = done.exports
         changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
         exports.update({name: mine for name in changed})
         return changed
@@ -851,7 +864,7 @@ def scan_project(root) -> ProjectScan:
         if imported:
             importers[rel] = (data, imported)
         if b"megatron" in data:
-            scan_one(rel, data, None)
+            scan_one(rel, data, {})
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
@@ -863,9 +876,24 @@ def scan_project(root) -> ProjectScan:
         if not changed:
             break
     for rel, _path in files:
-        uses, sets = per_file.get(rel, ((), set()))
-        if uses:
+        done = per_file.get(rel)
+        if done is not None and done.uses:
             scan.megatron_files += 1
-        scan.uses.extend(uses)
-        scan.sets |= sets
+            scan.uses.extend(done.uses)
+        if done is not None:
+            scan.sets |= done.sets
+    store.save()
     return scan
+
+
+def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
+    """One file's scan with ``exports`` (from the cache when a run made the same one). SyntaxError propagates."""
+    key = store.key(rel, own, data)
+    found = store.get(key, exports)
+    if found is not None:
+        return found
+    scanner = _scan(data, rel, own, exports)
+    result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
+                      view_of(scanner.asked, exports))
+    store.put(key, result)
+    return result
