@@ -1,17 +1,21 @@
 """Every finding of the surface gate on three real projects against three releases, as one JSON file: the
 behaviour a speed change must keep. Run it before and after, then compare the two files (``--compare``).
 
-    python benchmarks/surface_findings_snapshot.py --out /tmp/before.json [--mirror /work/.mirror]
+    python benchmarks/surface_findings_snapshot.py --out /tmp/before.json [--mirror /work/.mirror] [--cache DIR]
     python benchmarks/surface_findings_snapshot.py --compare /tmp/before.json /tmp/after.json
 
 The projects are exported from the fetched snapshots into a temporary directory (NeMo 8cfedd7203, NeMo-RL
 7ea279abf, Pai-Megatron-Patch a098ca5); the releases are 0.15.3, 0.17.1 and 0.19.2. Each finding is recorded with
-its path, line, kind, name, guarded, guard reason, instead and further lines; the scan's counts too.
+its path, line, kind, name, guarded, guard reason, instead and further lines; the scan's counts too. ``--cache``: a
+cache directory of this run's own (``MCORE_COMPAT_CACHE``), its wheels linked from the user's wheel cache and every
+release modelled first, so that the history column does not depend on which releases other runs modelled.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -22,12 +26,28 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from surface_study import export, git_dir  # noqa: E402
 
+from compat.tooling.gate.surface.cache import cached_wheels, release_models  # noqa: E402
 from compat.tooling.gate.surface.release_gate import surface_gate  # noqa: E402
 
 PROJECTS = (("NVIDIA/NeMo", "8cfedd7203"), ("NVIDIA-NeMo/RL", "7ea279abf"),
             ("alibaba/Pai-Megatron-Patch", "a098ca5"))
 RELEASES = ("0.15.3", "0.17.1", "0.19.2")
 FIELDS = ("path", "line", "kind", "name", "guarded", "guard", "instead", "use", "also_at", "close")
+
+
+def private_cache(directory: Path) -> None:
+    """Use ``directory`` as the cache: the user's cached wheels linked into it, every release modelled."""
+    wheels = cached_wheels()
+    (directory / "wheels").mkdir(parents=True, exist_ok=True)
+    for wheel in wheels.values():
+        target = directory / "wheels" / wheel.name
+        if not target.exists():
+            try:
+                os.link(wheel, target)
+            except OSError:
+                shutil.copy2(wheel, target)
+    os.environ["MCORE_COMPAT_CACHE"] = str(directory)
+    release_models()
 
 
 def snapshot(mirror: Path) -> dict:
@@ -79,12 +99,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--cache", type=Path, help="a cache directory of this run's own (see above)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args()
     if args.compare:
         return compare(*(json.loads(p.read_text()) for p in args.compare))
     if not args.out:
         parser.error("--out or --compare is required")
+    if args.cache:
+        private_cache(args.cache)
     result = snapshot(args.mirror)
     args.out.write_text(json.dumps(result, indent=0, sort_keys=True, default=list) + "\n")
     print(f"{sum(len(v['findings']) for v in result.values())} findings in {len(result)} runs -> {args.out}")

@@ -21,6 +21,7 @@ from ....errors import CandidateError, CompatError
 from . import guards as g
 from .model import dotted, signature, statements
 from .scan_cache import FileScan, ScanCache, view_of
+from .spelling import Spelling
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -73,14 +74,16 @@ def _is_megatron(name: str | None) -> bool:
 
 class _FileScanner:
     def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True,
-                 exports: dict | None = None, walrus: bool = True):
+                 exports: dict | None = None, walrus: bool = True, source: bytes | None = None):
         self.path, self.own = path, own
         self.walrus = walrus  # the source has ``:=`` (else no expression needs walking for bindings)
         self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
         self.asked: set = set()  # (project module, name) of each ``from module import name`` (what exports bind)
         self.module, self.is_package = project_module(path)
         every = list(statements(tree.body, into_defs=True))
-        self.flags = g.version_flags(tree, every) if versionish else set()
+        spelling = Spelling(source) if source is not None else None
+        self.flags = g.version_flags(tree, every, spelling) if versionish else set()
+        self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
@@ -101,6 +104,8 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
+        self.spelled = spelling.lines(words=self.bound[0], anywhere=("megatron", "import")) \
+            if spelling is not None else None
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -355,7 +360,7 @@ class _FileScanner:
         return tuple(f"{p}.{test.args[1].value}" for p in owner or ())
 
     def test_kind(self, test) -> tuple | None:
-        guard = g.test_guard(test, self.flags, self.bound[-1])
+        guard = g.test_guard(test, self.flags, self.bound[-1], self.guard_lines)
         if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
             local = next(iter(guard[1]))
             return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
@@ -441,7 +446,7 @@ class _FileScanner:
             for case in s.cases:
                 self.block(case.body)
         else:
-            for child in ast.iter_child_nodes(s):
+            for child in _children(s):
                 if isinstance(child, ast.stmt):
                     self.stmt(child)
                 else:
@@ -475,7 +480,19 @@ class _FileScanner:
             return _only_splats(value.args)
         return isinstance(value, ast.Name) and value.id in self.forwarders and self.lookup(value.id) is None
 
+    def quiet(self, node) -> bool:
+        """A function that spells no name bound to megatron (in the module: no enclosing function binds one), no
+        ``megatron`` and no ``import``, outside any class with a megatron base, in a file without megatron star
+        imports: nothing in it can be a use, so it is not walked."""
+        if self.spelled is None or self.stars or (self.bases and self.bases[-1]):
+            return False
+        if any(not bound <= self.bound[0] for bound in self.bound[1:]):
+            return False
+        return not self.spelled.spans(node)
+
     def function(self, node, body) -> None:
+        if isinstance(body, list) and self.quiet(node):
+            return
         args = node.args
         params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
         params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
@@ -539,7 +556,7 @@ class _FileScanner:
             if star:
                 self.record(e, star, "attribute")
         else:
-            for child in ast.iter_child_nodes(e):
+            for child in _children(e):
                 self.expr(child)
 
     def comprehension(self, e) -> None:
@@ -623,6 +640,18 @@ class _FileScanner:
         return tuple((slot, a.id, self.defs[a.id]) for slot, a in slots
                      if isinstance(a, ast.Name) and self.defs.get(a.id)
                      and not any(a.id in scope for scope in self.visible() if scope is not self.scopes[0]))
+
+
+def _children(node) -> list:
+    """``ast.iter_child_nodes(node)`` as a list, without its generators (the scan's most frequent step)."""
+    out = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif type(value) is list:
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
 
 
 def _calls_super(method) -> bool:
@@ -720,19 +749,21 @@ def project_module(path: str) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
-def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None) -> _FileScanner:
+def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None, prefilter: bool = True) -> _FileScanner:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tree = ast.parse(text, filename=path)
+    source = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
-                        walrus=":=" in text)
+                        walrus=":=" in text, source=source if prefilter else None)
 
 
-def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None
-                ) -> tuple[list, set]:
-    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
-    scanner = _scan(text, path, own, exports)
+def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None,
+                *, prefilter: bool = True) -> tuple[list, set]:
+    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates. ``prefilter=False``
+    walks every function and every test (no look at the source's spelling first): what the prefilters must match."""
+    scanner = _scan(text, path, own, exports, prefilter)
     return scanner.uses, scanner.sets
 
 

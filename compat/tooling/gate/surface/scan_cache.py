@@ -24,7 +24,7 @@ from .cache import cache_dir, cache_key
 
 MAX_SCAN_CACHE_BYTES = 256 << 20
 _FORMAT = b"surface-scan 1\n"
-_SCANNER_MODULES = ("project.py", "guards.py", "model.py", "scan_cache.py")
+_SCANNER_MODULES = ("project.py", "guards.py", "model.py", "spelling.py", "scan_cache.py")
 
 
 @dataclass
