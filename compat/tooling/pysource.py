@@ -34,6 +34,7 @@ NODES_PER_TOKEN = 2  # ast.walk's count per estimated token, at most ("a+a+a": B
 _TOKEN = re.compile(rb"[A-Za-z_0-9]+|[^\sA-Za-z_0-9]|\n")
 # Python refuses a decimal literal over 4300 digits, but not a hex, octal or binary one, whose value then cannot
 # be shown (str() and ast.unparse raise ValueError): refuse those of more bits than 4300 decimal digits hold.
+_RADIX_PREFIXES = (b"0x", b"0X", b"0o", b"0O", b"0b", b"0B")  # what such a literal starts with (found by bytes.find)
 _HUGE_INT_LITERAL = re.compile(rb"\b0(?:[xX][0-9a-fA-F_]{3580,}|[oO][0-7_]{4770,}|[bB][01_]{14290,})")
 
 
@@ -109,13 +110,14 @@ def parse_source(source: bytes | str, label: str, budget: SourceBudget | None = 
     if len(data) > max_bytes:
         raise SourceTooLargeError(f"{_label(label)} is {len(data)} bytes, over the {max_bytes}-byte cap on one "
                                   "parsed source file")
-    tokens = size_of(data, max_tokens)
+    # every token is at least one byte: without a budget to charge, a file of at most max_tokens bytes needs no count
+    tokens = size_of(data, max_tokens) if budget is not None or len(data) > max_tokens else len(data)
     if tokens > max_tokens:
         raise SourceTooLargeError(f"{_label(label)} holds over {max_tokens} tokens, over the cap on one parsed "
                                   "source file")
     if budget is not None:
         budget.reserve(label, len(data), tokens)
-    if _HUGE_INT_LITERAL.search(data):
+    if any(prefix in data for prefix in _RADIX_PREFIXES) and _HUGE_INT_LITERAL.search(data):
         raise SourceUnparsableError(f"{_label(label)} holds an integer literal past Python's int-to-str digit limit "
                                     "(4300 decimal digits)")
     try:

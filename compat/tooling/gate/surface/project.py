@@ -12,11 +12,11 @@ import ast
 import builtins
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...archive import read_file
+from ...pysource import SourceUnparsableError, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .model import dotted, signature, statements
@@ -750,9 +750,7 @@ def project_module(path: str) -> tuple[str, bool]:
 
 
 def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None, prefilter: bool = True) -> _FileScanner:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(text, filename=path)
+    tree = parse_source(text, path)  # the per-file caps (bytes, estimated tokens) bound its memory before parsing
     source = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
@@ -761,7 +759,8 @@ def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None, prefil
 
 def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None,
                 *, prefilter: bool = True) -> tuple[list, set]:
-    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates. ``prefilter=False``
+    """Uses of megatron in one file, and the megatron names it assigns. A file over the parse caps or not valid
+    Python raises ``compat.tooling.pysource``'s errors (CandidateError). ``prefilter=False``
     walks every function and every test (no look at the source's spelling first): what the prefilters must match."""
     scanner = _scan(text, path, own, exports, prefilter)
     return scanner.uses, scanner.sets
@@ -875,10 +874,11 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if done is None or done.view != view_of(done.asked, with_exports):
             try:
                 done = _scan_file(rel, data, own, with_exports, store)
-            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
                 if rel not in unparsed:
                     unparsed.add(rel)
-                    scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
+                    reason = "does not parse" if isinstance(exc, SourceUnparsableError) else "not parsed"
+                    scan.skipped.append((rel, f"{reason}: {exc}"))
                 return set()
             per_file[rel] = done
         mine = done.exports
@@ -918,7 +918,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
 
 
 def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
-    """One file's scan with ``exports`` (from the cache when a run made the same one). SyntaxError propagates."""
+    """One file's scan with ``exports`` (from the cache when a run made the same one). CandidateError propagates."""
     key = store.key(rel, own, data)
     found = store.get(key, exports)
     if found is not None:
