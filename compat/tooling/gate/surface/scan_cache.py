@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import pickle
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from ...fsutil import WriteError, atomic_write_bytes
 from .cache import cache_dir, cache_key
 
 MAX_SCAN_CACHE_BYTES = 256 << 20
+STALE_AFTER_S = 30 * 86400
 _FORMAT = b"surface-scan 1\n"
 _SCANNER_MODULES = ("project.py", "guards.py", "model.py", "spelling.py", "scan_cache.py")
 
@@ -118,8 +121,13 @@ class ScanCache:
 
     def save(self) -> str | None:
         """Write what this run used; returns why it could not (the scan stands), or None."""
-        if self.path is None or not self.added and {k: set(v) for k, v in self.used.items()} == \
-                {k: set(v) for k, v in self.entries.items()}:
+        if self.path is None:
+            return None
+        if not self.added and {k: set(v) for k, v in self.used.items()} == {k: set(v) for k, v in self.entries.items()}:
+            try:
+                os.utime(self.path)  # read, not rewritten: still in use (see _drop_stale)
+            except OSError:
+                pass
             return None
         body = pickle.dumps(self.used, protocol=pickle.HIGHEST_PROTOCOL)
         if len(body) > MAX_SCAN_CACHE_BYTES:
@@ -127,6 +135,18 @@ class ScanCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.path, self._mac(body) + b"\n" + body)
+            _drop_stale(self.path.parent)
         except (OSError, WriteError) as exc:
             return str(exc)
         return None
+
+
+def _drop_stale(directory: Path) -> None:
+    """Scan caches of projects no run has scanned for STALE_AFTER_S (temporary checkouts leave one each)."""
+    now = time.time()
+    for entry in directory.glob("*.scan"):
+        try:
+            if not entry.is_symlink() and now - entry.stat().st_mtime > STALE_AFTER_S:
+                entry.unlink()
+        except OSError:
+            continue
