@@ -157,3 +157,36 @@ def test_without_a_usable_key_nothing_is_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(scan_cache, "cache_key", lambda: (None, "no key"))
     scan_project(root)
     assert not (scan_cache.cache_dir() / "scan").exists()
+
+
+def test_a_window_of_160_uses_over_17_releases_prints_per_file_only_the_rows_that_change():
+    """The issue's size: the table is grouped under one heading per file (no path column) and a use failing the same
+    way on every release is counted, not listed, unless every row is asked for."""
+    from compat.tooling.gate.surface import check as c
+    from compat.tooling.gate.surface.project import ProjectScan
+    from compat.tooling.gate.surface.release_gate import SurfaceReport
+    from compat.tooling.gate.surface.window import WindowReport
+
+    releases = [f"0.{minor}.0" for minor in range(1, 18)]
+    uses = [(f"pkg/file_{i % 8}.py", 10 + i, f"megatron.core.m.name_{i}") for i in range(160)]
+    changing = {use for i, use in enumerate(uses) if i % 8 != 7}  # 140 rows change, 20 break everywhere
+    reports = {}
+    for index, version in enumerate(releases):
+        findings = [c.Finding(path, line, name, c.MISSING_NAME, False) for path, line, name in uses
+                    if (path, line, name) not in changing or index >= line % 17]
+        reports[version] = SurfaceReport(version, version, "proj", ProjectScan("proj"), findings)
+    window = WindowReport("proj", (releases[0], releases[-1]), releases, reports, "test")
+
+    def table_rows(text: str) -> list:
+        return [line for line in text.splitlines() if line.startswith("| ") and "megatron.core.m." in line]
+
+    text = window.to_markdown()
+    rows = table_rows(text)
+    assert len(rows) == len({u for u in changing if u[1] % 17 > 0})  # a row failing from the first release is steady
+    assert all(row.count("|") == 3 + len(releases) + 1 for row in rows)  # line, name, kind, one cell per release
+    assert not any("pkg/file_" in row for row in rows)  # the path is the heading, not a column
+    assert sorted(line for line in text.splitlines() if line.startswith("### ")) == \
+        sorted(f"### `pkg/file_{i}.py`" for i in range(7))  # file_7 only breaks everywhere: no heading
+    steady = 160 - len(rows)
+    assert f"_{steady} uses fail the same way on every release of the window" in text
+    assert len(table_rows(window.to_markdown(all_rows=True))) == 160
