@@ -4,10 +4,11 @@
 One file per project directory under ``cache_dir()/scan``: ``<HMAC-SHA256>\\n<pickle>``, the HMAC keyed by the same
 secret of this account as the model cache (cache.py) over the body, checked before anything is unpickled: an entry
 edited, truncated or written without the secret is ignored and the project is scanned again. A file's results are
-keyed by the scanner's own source (any change to the scanning code makes new keys), the file's relative path, the
-project's own megatron packages and the file's bytes; for each such file the results are kept per *view*: what the
-project's other modules export under the names the file imports (``from pkg.helper import mpu``), the only input
-of a scan besides the file. Reads are bounded, writes atomic; an entry not used by a run is dropped when it saves.
+keyed by the source of this package's modules (any change to the scanning code makes new keys) and the Python
+that parsed it, the file's relative path, the project's own megatron packages and the file's bytes; for each such
+file the results are kept per *view*: what the project's other modules export under the names the file imports
+(``from pkg.helper import mpu``), the only other input of a scan. Reads are bounded, writes atomic; an entry not
+used by a run is dropped when it saves, and so is the cache of a project not scanned for 30 days.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import hashlib
 import hmac
 import os
 import pickle
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,6 @@ from .cache import cache_dir, cache_key
 MAX_SCAN_CACHE_BYTES = 256 << 20
 STALE_AFTER_S = 30 * 86400
 _FORMAT = b"surface-scan 1\n"
-_SCANNER_MODULES = ("project.py", "guards.py", "model.py", "spelling.py", "scan_cache.py")
 
 
 @dataclass
@@ -47,14 +48,16 @@ def view_of(asked, exports: dict) -> tuple:
 
 
 def _scanner_digest() -> bytes | None:
+    """Every module of this package (not only the scanner's: a helper it comes to import is covered too)."""
     here = Path(__file__).resolve().parent
-    digest = hashlib.sha256(_FORMAT)
+    digest = hashlib.sha256(_FORMAT + sys.version.encode())  # the trees ast.parse gives differ between Pythons
     try:
-        for name in _SCANNER_MODULES:
-            digest.update(name.encode() + b"\0" + (here / name).read_bytes())
+        modules = sorted(here.glob("*.py"))
+        for path in modules:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     except OSError:  # no source beside the code (a frozen or zipped install): nothing is cached
         return None
-    return digest.digest()
+    return digest.digest() if modules else None
 
 
 @dataclass
