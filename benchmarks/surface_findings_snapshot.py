@@ -50,10 +50,10 @@ def private_cache(directory: Path) -> None:
     release_models()
 
 
-def snapshot(mirror: Path) -> dict:
+def snapshot(mirror: Path, projects=PROJECTS) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="surface-snapshot-") as tmp:
-        for repo, rev in PROJECTS:
+        for repo, rev in projects:
             project = Path(tmp) / repo.replace("/", "+")
             export(git_dir(mirror, repo), rev, project)
             for release in RELEASES:
@@ -100,6 +100,8 @@ def main() -> int:
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, help="a cache directory of this run's own (see above)")
+    parser.add_argument("--project", action="append", metavar="OWNER/NAME@REV",
+                        help="these projects instead of the three above (repeatable)")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = parser.parse_args()
     if args.compare:
@@ -108,7 +110,8 @@ def main() -> int:
         parser.error("--out or --compare is required")
     if args.cache:
         private_cache(args.cache)
-    result = snapshot(args.mirror)
+    projects = [tuple(p.split("@", 1)) for p in args.project] if args.project else PROJECTS
+    result = snapshot(args.mirror, projects)
     args.out.write_text(json.dumps(result, indent=0, sort_keys=True, default=list) + "\n")
     print(f"{sum(len(v['findings']) for v in result.values())} findings in {len(result)} runs -> {args.out}")
     return 0
