@@ -127,6 +127,7 @@ def test_guard(test, version_flags: set[str], megatron_names: set[str], lines: L
 
 
 def _test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
+    # Whatever this looks for must be spelled by one of guard_lines' words: a test on no such line is not walked.
     if isinstance(test, ast.Constant) and not test.value:
         return DEAD, None
     for node in ast.walk(test):
