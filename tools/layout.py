@@ -31,7 +31,8 @@ TOOLING = ["tooling/__init__.py", "tooling/text.py", "tooling/fsutil.py", "tooli
            "tooling/gate/sections.py", "tooling/gate/registry_file.py", "tooling/gate/report.py",
            "tooling/gate/config_gate.py", "tooling/gate/accept_pin.py", "tooling/gate/surface/__init__.py",
            "tooling/gate/surface/model.py", "tooling/gate/surface/cache.py", "tooling/gate/surface/lookup.py",
-           "tooling/gate/surface/guards.py", "tooling/gate/surface/project.py", "tooling/gate/surface/check.py",
+           "tooling/gate/surface/guards.py", "tooling/gate/surface/spelling.py", "tooling/gate/surface/project.py",
+           "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/check.py",
            "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",
            "tooling/gate/surface/window.py", "tooling/gate/surface/report.py", "tooling/gate/surface/cli.py",
            "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
