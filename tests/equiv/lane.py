@@ -28,13 +28,13 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))  # first on sys.path when run; tools/lane_common.py when loaded
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO_ROOT, HERE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installed compat still comes first)
+    sys.path.append(REPO_ROOT)
 
 import diffs  # noqa: E402
+from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 CONFIG = os.path.join(HERE, "config.json")
@@ -539,15 +539,13 @@ def run_verdicts(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap, sub = subcommand_parser(__doc__)
     p = sub.add_parser("pin", help="run the lane on one pin (its venv's python)")
     p.add_argument("--version", required=True)
     p.add_argument("--python", required=True)
-    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    p.add_argument("--torchrun", action="store_true", help="launch the ranks with torchrun --standalone")
+    add_launch_options(p, timeout_env="MCORE_COMPAT_EQUIV_TIMEOUT",
+                       torchrun_help="launch the ranks with torchrun --standalone")
     p.add_argument("--world-size", type=int, default=0, help="ranks (default: config.json's world_size)")
-    p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_EQUIV_TIMEOUT", "300")))
     c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* "
                        "(in benchmarks/results/ with --record)")
     c.add_argument("--no-record", action="store_true", help="write no results at all")
