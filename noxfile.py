@@ -227,7 +227,10 @@ def unit(session: nox.Session) -> None:
     uv_install(session, *TEST_DEPS)
     # A real (non-editable) install: this session also tests the packaging (subpackages, data files).
     install_checkout_wheel(session)
-    run_pytest(session, "unit")
+    # PYTHONSAFEPATH: neither the xdist workers nor a `python -m compat` / `python -c` child started from the
+    # checkout put the working directory first on sys.path, so they import the wheel just installed, not ./compat
+    # (tests/unit/test_installed_package.py checks it where MCORE_COMPAT_EXPECT_WHEEL is set).
+    run_pytest(session, "unit", extra_env={"PYTHONSAFEPATH": "1", "MCORE_COMPAT_EXPECT_WHEEL": "1"})
 
 
 def install_checkout_wheel(session: nox.Session) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
 DATA = ROOT / "compat" / "data" / "ckpt_lane.json"

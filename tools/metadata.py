@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling import refresh  # noqa: E402
 from compat.tooling.archive import open_source  # noqa: E402

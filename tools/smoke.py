@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402

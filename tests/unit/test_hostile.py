@@ -202,7 +202,8 @@ def _package_info(body: bytes | None = None, make=None) -> Callable[[Path], dict
             make(info)
         else:
             info.write_bytes(body)
-        return cli("explain", cwd=tmp)
+        # as a user runs it there: the working directory first on sys.path (the unit session sets PYTHONSAFEPATH)
+        return cli("explain", cwd=tmp, env={"PYTHONSAFEPATH": ""})
     return build
 
 
@@ -1154,7 +1155,6 @@ def test_lost_tensor_names_are_escaped():
 
 
 def test_ckpt_verdicts_refuses_a_non_version_in_one_line(tmp_path, capsys):
-    sys.path.insert(0, str(H.ROOT))
     from tools import ckpt_verdicts
 
     results = tmp_path / "results.json"

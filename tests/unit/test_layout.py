@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -128,8 +129,9 @@ def test_messages_name_the_command_the_way_the_package_was_imported(tmp_path):
     (host / "__init__.py").write_text("")
     (host / "_vendor" / "__init__.py").write_text("")
     code = ("import host._vendor.mc.errors as e, json; print(json.dumps(e.cli_command('fields')))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the host's root (the unit session sets PYTHONSAFEPATH)
     run = lambda: json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
-                                            cwd=tmp_path, check=True).stdout)
+                                            cwd=tmp_path, env=env, check=True).stdout)
     assert run() == "python -m host._vendor.mc fields"
     shutil.rmtree(host / "_vendor" / "mc" / "tooling")
     assert run() == "mcore-compat fields"
