@@ -481,7 +481,7 @@ if EQUIV_PINS:
 # ------------------------------------------------------------------------------ plain-install check (issue 16)
 # `pip install megatron-core==X` as a user does it: declared dependencies, no extras, the pin's CPU torch, into a
 # fresh venv; then import megatron.core and the modules the contract tests use (tests/smoke/probe.py). The outcome
-# is compared with compat/data/install.json (tools/smoke.py): a change either way fails the session
+# is compared with compat/tooling/data/install.json (tools/smoke.py): a change either way fails the session
 # (`nox -s smoke-X -- --record` records the new outcome). Tag `smoke`, not `cpu`: CI runs them in their own jobs.
 def make_smoke_session(pin):
     def session_fn(session: nox.Session) -> None:
@@ -494,11 +494,11 @@ def make_smoke_session(pin):
         diffs = smoke.run(pin, python_exe=str(Path(session.bin) / "python"), uv=uv, index_args=index_args(),
                           requires_python=requires_python, record="--record" in session.posargs, log=session.log)
         if diffs:
-            session.error(f"smoke-{pin.version}: the plain install differs from compat/data/install.json: "
+            session.error(f"smoke-{pin.version}: the plain install differs from compat/tooling/data/install.json: "
                           + "; ".join(diffs))
 
     session_fn.__doc__ = (f"plain install of megatron-core {pin.version} (declared deps, no extras, torch {pin.torch})"
-                          ", imports compared with compat/data/install.json")
+                          ", imports compared with compat/tooling/data/install.json")
     session_fn.__name__ = f"smoke_{pin.version.replace('.', '_')}"
     return session_fn
 

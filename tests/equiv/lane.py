@@ -3,7 +3,7 @@
     python tests/equiv/lane.py pin --version 0.16.1 --python P [--torchrun] [--backend gloo]   one pin's run
     python tests/equiv/lane.py compare                 adjacent pins: results, expectations (exit 1: unexpected)
     python tests/equiv/lane.py table                   re-render benchmarks/results/equivalence.md from the JSON
-    python tests/equiv/lane.py verdicts [--check]      compat/data/training_lane.json (the gate's Training section)
+    python tests/equiv/lane.py verdicts [--check]      compat/tooling/data/training_lane.json (the gate's Training section)
 
 ``pin`` writes the plan (registry only: what compat sends that release, per variant), runs worker.py with the pin's
 python (forked ranks, or ``--torchrun``: ``python -m torch.distributed.run --standalone``), and keeps its record in
@@ -40,7 +40,7 @@ from tools.results import RECORDED, results_dir_for  # noqa: E402
 CONFIG = os.path.join(HERE, "config.json")
 EXPECTED = os.path.join(HERE, "expected.yaml")
 RESULTS_DIR = str(RECORDED)  # the tracked results (tools/results.py owns the path)
-TRAINING_DATA = os.path.join(REPO_ROOT, "compat", "data", "training_lane.json")
+TRAINING_DATA = os.path.join(REPO_ROOT, "compat", "tooling", "data", "training_lane.json")
 CONFIGS = ("transformer", "optimizer", "ddp")
 
 
@@ -555,7 +555,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"),
                    help="which results file: equivalence.json (gloo) or equivalence_nccl.json")
     sub.add_parser("table", help="re-render equivalence.md from equivalence.json")
-    d = sub.add_parser("verdicts", help="write compat/data/training_lane.json from equivalence.json")
+    d = sub.add_parser("verdicts", help="write compat/tooling/data/training_lane.json from equivalence.json")
     d.add_argument("--check", action="store_true")
     return ap
 

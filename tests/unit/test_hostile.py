@@ -1126,7 +1126,7 @@ def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path
         code = main(["gate", wheel])
         out, err = capsys.readouterr()
         assert code == 0 and "COMPATIBLE" in out and "## Checkpoints" not in out, out
-        assert err.count("\n") == 1 and err.startswith("warning: compat/data/ckpt_lane.json"), err
+        assert err.count("\n") == 1 and err.startswith("warning: compat/tooling/data/ckpt_lane.json"), err
 
 
 def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
@@ -1141,7 +1141,7 @@ def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_
         code = main(["gate", wheel])
         out, err = capsys.readouterr()
         assert code == 0 and "## Training" not in out and "## Checkpoints" in out, out
-        assert err.count("\n") == 1 and err.startswith("warning: compat/data/training_lane.json"), err
+        assert err.count("\n") == 1 and err.startswith("warning: compat/tooling/data/training_lane.json"), err
         assert err.rstrip().endswith("no Training section"), err
 
 
