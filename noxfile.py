@@ -240,10 +240,20 @@ def unit(session: nox.Session) -> None:
 # A reused venv whose installs are what this run would ask for again skips them: uv's "already satisfied" checks,
 # pip's for the ignore-requires-python pins and the wheel build cost 1-3 s per session (a third of a warm pin's
 # setup). The stamp (a file in the venv, so a recreated venv has none) holds a hash of everything the installs
-# depend on; it is written only after installs that really ran (not under `nox --no-install`).
+# depend on and of the venv's installed distributions as they were then (each dist-info's RECORD, which any install
+# or uninstall rewrites: another run on the same envdir, e.g. `benchmarks/matrix_time.py --ref`, or a manual pip
+# call voids it); it is written only after installs that really ran (not under `nox --no-install`).
+def _installed_state(session: nox.Session, name: str) -> list:
+    """(dist-info, RECORD mtime) of every installed distribution; the pin's recipe leaves out this checkout's own
+    (installed after it, and stamped on its own)."""
+    site = Path(session.virtualenv.location).glob("lib/python*/site-packages/*.dist-info/RECORD")
+    return sorted((p.parent.name, p.stat().st_mtime_ns) for p in site
+                  if not (name == "recipe" and p.parent.name.startswith("mcore_compat-")))
+
+
 def _stamp_matches(session: nox.Session, name: str, key: str) -> bool:
     stamp = Path(session.virtualenv.location) / f".mcore-compat-{name}"
-    if stamp.is_file() and stamp.read_text() == key:
+    if stamp.is_file() and stamp.read_text() == _digest(key, _installed_state(session, name)):
         session.log(f"{session.name}: the {name} install is as this run would make it (stamp in the venv): skipped")
         return True
     return False
@@ -256,7 +266,8 @@ def _write_stamp(session: nox.Session, name: str, key: str) -> None:
     except AttributeError:
         return  # cannot tell: write nothing, the next run installs again
     if not skipped:
-        (Path(session.virtualenv.location) / f".mcore-compat-{name}").write_text(key)
+        stamp = Path(session.virtualenv.location) / f".mcore-compat-{name}"
+        stamp.write_text(_digest(key, _installed_state(session, name)))
 
 
 def _digest(*parts: object) -> str:
