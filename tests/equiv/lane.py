@@ -95,7 +95,7 @@ def _user_config() -> dict:
 def drifting_defaults(versions: list[str], user: dict) -> dict:
     """{config: {field: value}}: fields whose effective default differs between the lane's releases, with the value
     of the oldest release that has the field (JSON scalars only; a dtype or callable default is left alone)."""
-    from compat.together import resolve_configs
+    from compat.resolution import resolve_configs
 
     seen: dict = {}
     for version in versions:
@@ -147,7 +147,7 @@ def controls(record: dict) -> dict:
 def plan_for(version: str, versions: list[str]) -> dict:
     """What the worker runs on ``version``: per variant the overrides, and what compat sends from them."""
     from compat.errors import CompatError
-    from compat.together import resolve_configs
+    from compat.resolution import resolve_configs
 
     user = _user_config()
     pinned = drifting_defaults(versions, user)
