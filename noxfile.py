@@ -224,10 +224,61 @@ def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: boo
 def unit(session: nox.Session) -> None:
     """Registry-only tests (everything not marked megatron): no torch, no megatron-core."""
     _require_uv()
-    uv_install(session, *TEST_DEPS)
-    # A real (non-editable) install: this session also tests the packaging (subpackages, data files).
-    install_checkout_wheel(session)
-    run_pytest(session, "unit")
+    if not _stamp_matches(session, "unit", _unit_install_key()):
+        uv_install(session, *TEST_DEPS)
+        # A real (non-editable) install: this session also tests the packaging (subpackages, data files).
+        install_checkout_wheel(session)
+        if _installed_checkout(session, editable=False):
+            _write_stamp(session, "unit", _unit_install_key())
+    # PYTHONSAFEPATH: neither the xdist workers nor a `python -m compat` / `python -c` child started from the
+    # checkout put the working directory first on sys.path, so they import the wheel just installed, not ./compat
+    # (tests/unit/test_installed_package.py checks it where MCORE_COMPAT_EXPECT_WHEEL is set).
+    run_pytest(session, "unit", extra_env={"PYTHONSAFEPATH": "1", "MCORE_COMPAT_EXPECT_WHEEL": "1"})
+
+
+# ------------------------------------------------------------------------------------- install stamps
+# A reused venv whose installs are what this run would ask for again skips them: uv's "already satisfied" checks,
+# pip's for the ignore-requires-python pins and the wheel build cost 1-3 s per session (a third of a warm pin's
+# setup). The stamp (a file in the venv, so a recreated venv has none) holds a hash of everything the installs
+# depend on and of the venv's installed distributions as they were then (each dist-info's RECORD, which any install
+# or uninstall rewrites: another run on the same envdir, e.g. `benchmarks/matrix_time.py --ref`, or a manual pip
+# call voids it); it is written only after installs that really ran (not under `nox --no-install`).
+def _installed_state(session: nox.Session, name: str) -> list:
+    """(dist-info, RECORD mtime) of every installed distribution; the pin's recipe leaves out this checkout's own
+    (installed after it, and stamped on its own)."""
+    site = Path(session.virtualenv.location).glob("lib/python*/site-packages/*.dist-info/RECORD")
+    return sorted((p.parent.name, p.stat().st_mtime_ns) for p in site
+                  if not (name == "recipe" and p.parent.name.startswith("mcore_compat-")))
+
+
+def _stamp_matches(session: nox.Session, name: str, key: str) -> bool:
+    stamp = Path(session.virtualenv.location) / f".mcore-compat-{name}"
+    if stamp.is_file() and stamp.read_text() == _digest(key, _installed_state(session, name)):
+        session.log(f"{session.name}: the {name} install is as this run would make it (stamp in the venv): skipped")
+        return True
+    return False
+
+
+def _write_stamp(session: nox.Session, name: str, key: str) -> None:
+    runner = getattr(session, "_runner", None)  # nox has no public flag for "installs were skipped"
+    try:
+        skipped = bool(runner.global_config.no_install and runner.venv._reused)
+    except AttributeError:
+        return  # cannot tell: write nothing, the next run installs again
+    if not skipped:
+        stamp = Path(session.virtualenv.location) / f".mcore-compat-{name}"
+        stamp.write_text(_digest(key, _installed_state(session, name)))
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _unit_install_key() -> str:
+    """The test deps, the indexes and every file the wheel is built from (pyproject.toml and compat/)."""
+    files = sorted(p for p in (ROOT / "compat").rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    contents = [(p.relative_to(ROOT).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest()) for p in files]
+    return _digest(TEST_DEPS, index_args(), (ROOT / "pyproject.toml").read_text(encoding="utf-8"), contents)
 
 
 def install_checkout_wheel(session: nox.Session) -> None:
@@ -237,14 +288,15 @@ def install_checkout_wheel(session: nox.Session) -> None:
     uv_install(session, "--reinstall-package", "mcore-compat", ".")
 
 
-def _editable_install_of_this_checkout(session: nox.Session) -> bool:
+def _installed_checkout(session: nox.Session, *, editable: bool) -> bool:
+    """This checkout is installed in the venv, editable or as a wheel (its direct_url.json says which)."""
     site = Path(session.virtualenv.location).glob("lib/python*/site-packages/mcore_compat-*.dist-info/direct_url.json")
     for record in site:
         try:
             info = json.loads(record.read_text())
         except (OSError, ValueError):
             return False
-        return info.get("url") == ROOT.as_uri() and info.get("dir_info", {}).get("editable") is True
+        return info.get("url") == ROOT.as_uri() and bool(info.get("dir_info", {}).get("editable")) is editable
     return False
 
 
@@ -252,33 +304,34 @@ def install_checkout_editable(session: nox.Session) -> None:
     """This checkout, editable: the tests see the working tree, so a reused venv needs no reinstall unless
     pyproject.toml changed (`uv pip install -e .` rebuilds on every call, 1.5-3 s). The unit session
     installs the real wheel and so tests the packaging."""
-    stamp = Path(session.virtualenv.location) / ".mcore-compat-editable"
-    key = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if _editable_install_of_this_checkout(session) and stamp.is_file() and stamp.read_text() == key:
-        session.log("mcore-compat: editable install of this checkout, pyproject.toml unchanged: not reinstalled")
+    key = _digest((ROOT / "pyproject.toml").read_text(encoding="utf-8"), index_args())
+    if _installed_checkout(session, editable=True) and _stamp_matches(session, "editable", key):
         return
     uv_install(session, "-e", ".")
-    if _editable_install_of_this_checkout(session):  # not after `nox --no-install`, which installs nothing
-        stamp.write_text(key)
+    if _installed_checkout(session, editable=True):
+        _write_stamp(session, "editable", key)
 
 
 def install_pin(session: nox.Session, pin, *, torch: str) -> None:
-    """torch + megatron-core per the pin's recipe + test deps + this repo (editable). On a reused venv each
-    step is a quick uv check. Whether megatron imports is checked by tests/conftest.py inside pytest, which
-    imports it anyway (a separate `python -c` check cost a second torch + megatron import per session)."""
+    """torch + megatron-core per the pin's recipe + test deps + this repo (editable); skipped on a reused venv
+    whose stamp says the same recipe was installed. Whether megatron imports is checked by tests/conftest.py
+    inside pytest, which imports it anyway (a separate `python -c` check cost a second torch + megatron import)."""
     _require_uv()
     base = [f"torch=={torch}", *pin.extra, *TEST_DEPS]
     if pin.ignore_requires_python:
         base.append("pip")  # uv has no --ignore-requires-python: the venv's own pip does that one step
     if not pin.no_deps:
         base.append(pin.megatron_requirement)  # resolved together with torch and the extras
-    uv_install(session, *base)
-    if pin.ignore_requires_python:
-        # pip reads pip.conf itself (find-links, indexes, constraint)
-        session.run_install("python", "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
-                    "--ignore-requires-python", pin.megatron_requirement)
-    elif pin.no_deps:
-        uv_install(session, "--no-deps", pin.megatron_requirement)
+    recipe = _digest(base, pin.megatron_requirement, pin.no_deps, pin.ignore_requires_python, index_args())
+    if not _stamp_matches(session, "recipe", recipe):
+        uv_install(session, *base)
+        if pin.ignore_requires_python:
+            # pip reads pip.conf itself (find-links, indexes, constraint)
+            session.run_install("python", "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
+                                "--ignore-requires-python", pin.megatron_requirement)
+        elif pin.no_deps:
+            uv_install(session, "--no-deps", pin.megatron_requirement)
+        _write_stamp(session, "recipe", recipe)
     install_checkout_editable(session)
 
 
@@ -478,7 +531,7 @@ if EQUIV_PINS:
 # ------------------------------------------------------------------------------ plain-install check (issue 16)
 # `pip install megatron-core==X` as a user does it: declared dependencies, no extras, the pin's CPU torch, into a
 # fresh venv; then import megatron.core and the modules the contract tests use (tests/smoke/probe.py). The outcome
-# is compared with compat/data/install.json (tools/smoke.py): a change either way fails the session
+# is compared with compat/tooling/data/install.json (tools/smoke.py): a change either way fails the session
 # (`nox -s smoke-X -- --record` records the new outcome). Tag `smoke`, not `cpu`: CI runs them in their own jobs.
 def make_smoke_session(pin):
     def session_fn(session: nox.Session) -> None:
@@ -491,11 +544,11 @@ def make_smoke_session(pin):
         diffs = smoke.run(pin, python_exe=str(Path(session.bin) / "python"), uv=uv, index_args=index_args(),
                           requires_python=requires_python, record="--record" in session.posargs, log=session.log)
         if diffs:
-            session.error(f"smoke-{pin.version}: the plain install differs from compat/data/install.json: "
+            session.error(f"smoke-{pin.version}: the plain install differs from compat/tooling/data/install.json: "
                           + "; ".join(diffs))
 
     session_fn.__doc__ = (f"plain install of megatron-core {pin.version} (declared deps, no extras, torch {pin.torch})"
-                          ", imports compared with compat/data/install.json")
+                          ", imports compared with compat/tooling/data/install.json")
     session_fn.__name__ = f"smoke_{pin.version.replace('.', '_')}"
     return session_fn
 

@@ -6,6 +6,10 @@ set was run only after the last change to ``compat/tooling/gate/surface/``. Snap
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
     python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|both]
+    python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
+
+Recall cases: ``benchmarks/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
+scored at the commit before its fix and at the fix, on the release it names, by scan + check as ``compat gate`` does.
 
 Writes ``benchmarks/results/surface_generalisation.json`` and the section between the markers in
 ``benchmarks/results/surface_study.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
@@ -13,8 +17,11 @@ Writes ``benchmarks/results/surface_generalisation.json`` and the section betwee
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
+import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,25 +57,12 @@ SETS = {
 RELEASES = {"AReaL": ["0.17.0", "0.19.2"],
             "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
 DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
-# Breaks fixed in the projects' history: the finding the gate must report unguarded at the commit before the fix.
-# Found by matching names the cached releases removed against the lines each commit removed, then read by hand;
-# TensorRT-Model-Optimizer b39c73dd is listed for its shape the gate does not see (a method of an instance).
-CASES: dict[str, list] = {
-    "development": [
-        {"id": "tensor_and_expert_rank", "repo": "alibaba/ChatLearn", "fix": "7709ea9c", "candidate": "0.10.0",
-         "expect": ("missing name", "megatron.core.mpu.get_tensor_and_expert_parallel_rank"),
-         "source": "ChatLearn 7709ea9c 'fix attr error ...': mpu.get_tensor_and_expert_parallel_rank dropped"},
-    ],
-    "evaluation": [
-        {"id": "optimizer_kwargs_areal", "repo": "inclusionAI/AReaL", "fix": "bf9b3c3be", "candidate": "0.16.0",
-         "expect": ("unexpected keyword", "megatron.core.optimizer.get_megatron_optimizer(no_weight_decay_cond=)"),
-         "source": "AReaL bf9b3c3be (megatron-core 0.13.1 -> 0.16.0): get_megatron_optimizer lost its *_cond kwargs"},
-        {"id": "inference_wrapper_prep", "repo": "NVIDIA/TensorRT-Model-Optimizer", "fix": "b39c73dd",
-         "candidate": "0.14.0", "expect": None,
-         "source": "TensorRT-Model-Optimizer b39c73dd 'Fix ... for Mcore 0.14+': wrapped_model.prep_model_for_inference"
-                   "(prompt_tokens) on an instance (not seen: calls on instances are not tracked)"},
-    ],
-}
+# Breaks fixed in the projects' history, one JSON list per set (benchmarks/surface_recall_cases/README.md); the
+# evaluation file is mined blind by another hand and may be absent.
+CASES_DIR = ROOT / "benchmarks" / "surface_recall_cases"
+SHAPES = ("import", "attribute", "call", "override")  # counted in recall; "other" is listed, not counted
+NOT_RUN = "NOT RUN"  # the case's snapshot or commit is missing here: listed, not counted
+NEAR = 2  # lines between the case's line and a finding's that still count as the same place
 SAMPLE_PER_PROJECT = 12
 SEED = 15
 # A second draw (issue 15 asks for >= 60 labelled findings): up to 3 more per project from what the first left,
@@ -76,6 +70,8 @@ SEED = 15
 SAMPLE_EXTRA = 3
 EXTRA_SEED = 16
 LABELS = ROOT / "benchmarks" / "results" / "surface_generalisation_labels.json"
+# Why each missed case is missed, read by hand (case id -> one line); the table shows the automatic reason without it
+MISS_REASONS = ROOT / "benchmarks" / "results" / "surface_recall_misses.json"
 BEGIN, END = "<!-- generalisation:begin -->", "<!-- generalisation:end -->"
 
 
@@ -111,22 +107,134 @@ def sample(unguarded: dict, project: str) -> list:
     return first + random.Random(EXTRA_SEED).sample(rest, min(SAMPLE_EXTRA, len(rest)))
 
 
-def run_cases(set_name: str, mirror: Path, tmp: Path, releases: dict) -> list:
+def load_cases(set_name: str) -> list:
+    path = CASES_DIR / f"{set_name}.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def wanted_part(symbol: str) -> str:
+    """What a finding's name must contain: the keyword of ``f(kw=)``, else the last dotted component."""
+    keyword = re.search(r"\((\w+)=\)", symbol)
+    if keyword:
+        return keyword.group(1)
+    return symbol.split("(")[0].rstrip(".").split(".")[-1]
+
+
+def names_case(finding, symbol: str) -> bool:
+    """The finding is about the case's symbol: it names its part, or it is the missing module that holds it."""
+    return wanted_part(symbol) in finding.name or (finding.kind == c.MISSING_MODULE
+                                                   and symbol.startswith(finding.name + "."))
+
+
+def statement_span(source: str, line: int) -> tuple[int, int]:
+    """The lines of the innermost statement holding ``line`` (a compound statement: its header only), so a case
+    written at a call's first line and a finding at its keyword's line (or the reverse) are the same place."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return line, line
+    best = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            body = getattr(node, "body", None)
+            end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
+                else node.end_lineno or node.lineno
+            if node.lineno <= line <= end and (best is None or end - node.lineno <= best[1] - best[0]):
+                best = (node.lineno, end)
+    return best or (line, line)
+
+
+def at_case(finding, case: dict, line: int | None, span: tuple[int, int] | None = None) -> bool:
+    if finding.path != case["path"] or finding.kind not in c.BREAKING or not names_case(finding, case["symbol"]):
+        return False
+    if line is None:
+        return True
+    low, high = span or (line, line)
+    lines = [finding.line, *(getattr(finding, "also_at", None) or [])]
+    return any(isinstance(n, int) and low - NEAR <= n <= high + NEAR for n in lines)
+
+
+class Gate:
+    """Exports, scans and candidate models, each made once per (repo, rev) or release for all the cases."""
+
+    def __init__(self, mirror: Path, tmp: Path, releases: dict):
+        self.mirror, self.tmp, self.releases = mirror, tmp, releases
+        self.scans: dict = {}
+        self.models: dict = {}
+        self.reports: dict = {}
+        self.roots: dict = {}
+
+    def scan(self, repo: str, rev: str):
+        if (repo, rev) not in self.scans:
+            dest = self.tmp / f"recall-{repo.replace('/', '+')}-{len(self.scans)}"
+            sha = export(git_dir(self.mirror, repo), rev, dest)
+            self.scans[(repo, rev)] = (sha, scan_project(dest))
+            self.roots[(repo, rev)] = dest
+        return self.scans[(repo, rev)]
+
+    def span(self, repo: str, rev: str, path: str, line: int) -> tuple[int, int]:
+        self.scan(repo, rev)
+        try:
+            return statement_span((self.roots[(repo, rev)] / path).read_text(errors="replace"), line)
+        except OSError:
+            return line, line
+
+    def findings(self, repo: str, rev: str, version: str) -> tuple[str, list]:
+        if (repo, rev, version) not in self.reports:
+            sha, scan = self.scan(repo, rev)
+            if version not in self.models:
+                self.models[version] = model_for(candidate_path(version))
+            report = check_model(scan, self.models[version], version, releases=self.releases)
+            self.reports[(repo, rev, version)] = (sha, report.findings)
+        return self.reports[(repo, rev, version)]
+
+
+def score_case(case: dict, gate: Gate) -> dict:
+    """FOUND / FOUND-GUARDED / MISSED at the commit before the fix; at the fix whether the finding is gone."""
+    row = {k: case.get(k) for k in ("id", "repo", "fix", "candidate", "path", "line", "shape", "symbol", "source",
+                                    "meant_to_see")}
+    try:
+        sha, before = gate.findings(case["repo"], f"{case['fix']}^", case["candidate"])
+        _, after = gate.findings(case["repo"], case["fix"], case["candidate"])
+    except (subprocess.CalledProcessError, SystemExit) as exc:
+        return {**row, "verdict": NOT_RUN, "why": str(exc).splitlines()[0], "hits": [], "at_fix": NOT_RUN}
+    line = case.get("line")
+    span = gate.span(case["repo"], f"{case['fix']}^", case["path"], line) if isinstance(line, int) else None
+    hits = [f for f in before if at_case(f, case, line, span)]
+    row["before_commit"] = sha
+    row["hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded} for f in hits]
+    row["verdict"] = ("FOUND" if any(not f.guarded for f in hits) else "FOUND-GUARDED" if hits else "MISSED")
+    if row["verdict"] == "MISSED":
+        elsewhere = [f for f in before if at_case(f, case, None)]
+        row["why"] = (f"named at line {elsewhere[0].line}, not within {NEAR} of {case.get('line')}" if elsewhere
+                      else "no finding of that name at that path")
+    # at the fix the file may have moved lines: any finding of the same name in the same file still counts
+    left = [f for f in after if at_case(f, case, None)]
+    row["at_fix"] = ("gone" if not left else "guarded" if all(f.guarded for f in left)
+                     else "still unguarded at " + ", ".join(f"{f.path}:{f.line}" for f in left))
+    return row
+
+
+def run_cases(set_name: str, gate: Gate) -> list:
     rows = []
-    for case in CASES[set_name]:
-        gitdir = git_dir(mirror, case["repo"])
-        model = model_for(candidate_path(case["candidate"]))
-        row = {k: case[k] for k in ("id", "repo", "fix", "candidate", "source")}
-        for when, rev in (("before", f"{case['fix']}^"), ("after", case["fix"])):
-            dest = tmp / f"case-{case['id']}-{when}"
-            export(gitdir, rev, dest)
-            report = check_model(scan_project(dest), model, case["candidate"], releases=releases)
-            hits = [f for f in report.findings if case["expect"] and (f.kind, f.name) == tuple(case["expect"])]
-            row[when] = [{"path": f.path, "line": f.line, "guarded": f.guarded} for f in hits]
-        row["found"] = any(not h["guarded"] for h in row["before"])
-        row["cleared_by_fix"] = all(h["guarded"] for h in row["after"])
-        rows.append(row)
+    for case in load_cases(set_name):
+        rows.append(score_case(case, gate))
+        print(f"recall {set_name} {case['id']}: {rows[-1]['verdict']}", file=sys.stderr)
     return rows
+
+
+def recall_by_shape(rows: list) -> dict:
+    """Counts per shape of the cases that ran (a case whose snapshot or commit is missing is listed, not counted)."""
+    rows = [r for r in rows if r["verdict"] != NOT_RUN]
+    out = {}
+    for shape in (*SHAPES, "other"):
+        mine = [r for r in rows if r.get("shape") == shape]
+        out[shape] = {"cases": len(mine), "found": sum(r["verdict"] == "FOUND" for r in mine),
+                      "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in mine)}
+    counted = [r for r in rows if r.get("shape") in SHAPES and r.get("meant_to_see", True)]
+    out["all four"] = {"cases": len(counted), "found": sum(r["verdict"] == "FOUND" for r in counted),
+                       "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in counted)}
+    return out
 
 
 def reviewed(items: list, labels: dict) -> dict:
@@ -140,7 +248,34 @@ def reviewed(items: list, labels: dict) -> dict:
     return {"counts": counts, "false_alarm_share": round(counts["false"] / done, 3) if done else None}
 
 
-def markdown(result: dict) -> str:
+def recall_markdown(rows: list, reasons: dict) -> list:
+    if not rows:
+        return ["", "Recall: no cases for this set (its file in benchmarks/surface_recall_cases/ is absent or empty)."]
+    by = recall_by_shape(rows)
+    lines = ["", f"Recall on {len(rows)} breaks fixed in these projects' history (benchmarks/surface_recall_cases/): "
+             "FOUND = an unguarded finding of the symbol's name at the broken line (within "
+             f"{NEAR} lines) at the commit before the fix, on the release the project moved to.", "",
+             "| shape | cases | found unguarded | found guarded only | missed | recall |", "|---|---|---|---|---|---|"]
+    for shape, n in by.items():
+        share = f"{n['found'] / n['cases']:.0%}" if n["cases"] and shape != "other" else "not counted"
+        lines.append(f"| {shape} | {n['cases']} | {n['found']} | {n['guarded']} | "
+                     f"{n['cases'] - n['found'] - n['guarded']} | {share} |")
+    lines += ["", "| case | shape | project, fix | candidate | broken line | symbol | before the fix | at the fix |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        seen = "; ".join(f"{h['kind']} `{h['name']}` :{h['line']}" for h in r.get("hits", []))
+        verdict = r["verdict"] + (f" ({seen})" if seen else f" ({r.get('why', '')})")
+        lines.append(f"| {r['id']} | {r['shape']} | {r['repo'].split('/')[-1]} `{str(r['fix'])[:9]}` | "
+                     f"{r['candidate']} | `{r['path']}:{r['line']}` | `{r['symbol']}` | {verdict} | {r['at_fix']} |")
+    missed = [r for r in rows if r["verdict"] == "MISSED"]
+    if missed:
+        lines += ["", "Missed, and why (read by hand where `surface_recall_misses.json` has the case):", ""]
+        lines += [f"- {r['id']} ({r['shape']}, {r['repo']} `{str(r['fix'])[:9]}`, {r['candidate']}): "
+                  f"{reasons.get(r['id'], r.get('why', ''))}" for r in missed]
+    return lines
+
+
+def markdown(result: dict, reasons: dict) -> str:
     lines = [BEGIN, "", f"### Results (measured {result['date']}, load average {result['loadavg']})", ""]
     for set_name, data in result["sets"].items():
         rv = data["review"]
@@ -152,15 +287,7 @@ def markdown(result: dict) -> str:
                             for v, r in row["releases"].items())
             lines.append(f"| {row['project']} | `{row['commit'][:9]}` | {row['files']} | {row['megatron_files']} | "
                          f"{row['uses']} | {row['scan_s']} | {per} |")
-        cases = data.get("recall", [])
-        lines += ["", f"Recall: {sum(r['found'] for r in cases)} of {len(cases)} breaks fixed in these projects' "
-                  "history found unguarded at the commit before the fix.", "",
-                  "| case | fix | candidate | before the fix | at the fix |", "|---|---|---|---|---|"]
-        for r in cases:
-            before = ", ".join(f"{h['path']}:{h['line']}" for h in r["before"]) or "not seen"
-            after = ", ".join(f"{h['path']}:{h['line']}" + (" guarded" if h["guarded"] else "") for h in r["after"])
-            lines.append(f"| {r['id']}: {r['source']} | `{r['fix']}` | {r['candidate']} | "
-                         f"{'FOUND ' if r['found'] else 'missed '}{before} | {after or 'gone'} |")
+        lines += recall_markdown(data.get("recall", []), reasons)
         lines += ["", f"Hand review: {len(data['sample'])} unguarded findings sampled (up to {SAMPLE_PER_PROJECT} per "
                   f"project, seed {SEED}, then up to {SAMPLE_EXTRA} more of the rest, seed {EXTRA_SEED}) of {data['unguarded_unique']} unique; true {rv['counts']['true']}, false "
                   f"{rv['counts']['false']}, unreviewed {rv['counts']['unreviewed']}: false-alarm share "
@@ -181,18 +308,26 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--relabel", action="store_true",
                         help="only apply the hand labels to the stored samples and rewrite the markdown")
+    parser.add_argument("--recall-only", action="store_true",
+                        help="only score the recall cases of the chosen set(s); keep the stored sweeps and samples")
     args = parser.parse_args()
     labels = json.loads(LABELS.read_text()) if LABELS.exists() else {}
     releases = {v: Surface(m) for v, m in release_models().items()}
     out_json = args.out / "surface_generalisation.json"
     result = json.loads(out_json.read_text()) if out_json.exists() else {"sets": {}}
-    chosen = [] if args.relabel else list(SETS) if args.set == "both" else [args.set]
+    for data in result["sets"].values():  # rows of the former in-script CASES carry no verdict: score them again
+        if any("verdict" not in row for row in data.get("recall", [])):
+            data["recall"] = []
+    picked = list(SETS) if args.set == "both" else [args.set]
+    chosen = [] if args.relabel or args.recall_only else picked
+    recall_sets = picked if args.recall_only else []
     for set_name, data in result["sets"].items() if args.relabel else ():
         data["review"] = reviewed(data["sample"], labels)
-        if "recall" not in data:
-            with tempfile.TemporaryDirectory(prefix="surface-gen-") as tmp:
-                data["recall"] = run_cases(set_name, args.mirror, Path(tmp), releases)
     with tempfile.TemporaryDirectory(prefix="surface-gen-") as tmp:
+        gate = Gate(args.mirror, Path(tmp), releases)
+        for set_name in recall_sets:
+            result["sets"].setdefault(set_name, {"sweep": [], "sample": [], "unguarded_unique": 0,
+                                                 "review": reviewed([], labels)})["recall"] = run_cases(set_name, gate)
         for set_name in chosen:
             rows, items, unique = [], [], 0
             for name, (repo, rev) in SETS[set_name].items():
@@ -203,15 +338,15 @@ def main() -> int:
                 print(f"{set_name} {name}: {row['uses']} uses, {len(unguarded)} unguarded", file=sys.stderr)
             result["sets"][set_name] = {"sweep": rows, "sample": items, "unguarded_unique": unique,
                                         "review": reviewed(items, labels),
-                                        "recall": run_cases(set_name, args.mirror, Path(tmp), releases)}
-    if chosen:
+                                        "recall": run_cases(set_name, gate)}
+    if chosen or recall_sets:
         result.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       loadavg=open("/proc/loadavg").read().split()[:3])
     result["sets"] = {k: result["sets"][k] for k in SETS if k in result["sets"]}
     out_json.write_text(json.dumps(result, indent=1) + "\n")
     md = args.out / "surface_study.md"
     text = md.read_text()
-    section = markdown(result)
+    section = markdown(result, json.loads(MISS_REASONS.read_text()) if MISS_REASONS.exists() else {})
     if BEGIN in text:
         text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END):]
     else:

@@ -1,5 +1,6 @@
 """Wall and CPU time of the surface gate on a 2,500-file project (NeMo at 8cfedd7203, 2,503 files): a first run
-(a fresh model cache beside every cached release wheel), warm runs of one candidate, and --window over 13
+(a fresh cache beside every cached release wheel: no model, no project scan cached), warm runs of one candidate,
+the same with the project scan cache emptied before each run (the scan itself), and --window over 13
 releases (issue 15's speed targets: 5 s, 3 s, 8 s). Figures, not asserts; the load average is recorded beside
 them, and user CPU seconds too (the machine is shared, so wall time alone says little).
 
@@ -84,6 +85,11 @@ def main() -> int:
         entry["first_run"] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit_code": code,
                               "loadavg_after": loadavg()}
         entry["warm_one_candidate"] = figures([once(gate, env) for _ in range(args.runs)], code)
+        cold_scans = []
+        for _ in range(args.runs):  # models cached, the project scanned from scratch (no scan cache)
+            shutil.rmtree(fresh / "surface" / "scan", ignore_errors=True)
+            cold_scans.append(once(gate, env))
+        entry["models_warm_scan_cold"] = figures(cold_scans, code)
         window = [py, "-m", "compat", "gate", "--project", str(project), "--window", WINDOW]
         once(window, env)  # models the window's releases
         samples = [once(window, env) for _ in range(max(1, args.runs // 2))]

@@ -25,8 +25,8 @@ _EXPORTS = {
     "transformer_kwargs": "resolution",
     "Resolution": "resolution",
     "resolve_ddp_overrides": "fp32_rule",
-    "resolve_configs": "together",
-    "ConfigResolutions": "together",
+    "resolve_configs": "resolution",
+    "ConfigResolutions": "resolution",
     "audit": "config_audit",
     "Difference": "config_audit",
     "AuditError": "errors",
@@ -49,9 +49,9 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs (tests/unit/test_layout.py keeps both in step)
     from .build import build_config, build_ddp_config, build_optimizer_config, build_transformer_config, live_schema
-    from .resolution import Resolution, config_kwargs, ddp_kwargs, optimizer_kwargs, resolve, transformer_kwargs
+    from .resolution import (ConfigResolutions, Resolution, config_kwargs, ddp_kwargs, optimizer_kwargs, resolve,
+                             resolve_configs, transformer_kwargs)
     from .fp32_rule import resolve_ddp_overrides
-    from .together import ConfigResolutions, resolve_configs
     from .config_audit import Difference, audit
     from .errors import (AuditError, CandidateError, CompatError, ConfigAbsentError, ConflictingAliasError,
                          ConstraintError, DroppedFieldWarning, FieldTypeError, InvalidValueError,

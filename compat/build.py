@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import textwrap
 import warnings
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,10 +80,23 @@ def _live_default(f: dataclasses.Field):
     return value, repr(value), False
 
 
+# A class object's dataclass fields and __post_init__ source do not change once it exists, so its Schema is read once
+# per (class, config); weak keys let a class defined at run time (a test's, a Bridge provider's) go away.
+_LIVE_SCHEMAS: weakref.WeakKeyDictionary[type, dict[str, Schema]] = weakref.WeakKeyDictionary()
+
+
 def live_schema(cls: type | None = None, config: str | None = None) -> Schema:
-    """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data."""
+    """A live class as a Schema: fields from ``dataclasses.fields``, ``__post_init__`` facts as data. The same
+    object for the same class (so ``canonical`` caches on it too)."""
     cls = cls or megatron_class(config=config or "ddp")
     config = config or config_of(cls)
+    per_class = _LIVE_SCHEMAS.setdefault(cls, {})
+    if config not in per_class:
+        per_class[config] = _read_live_schema(cls, config)
+    return per_class[config]
+
+
+def _read_live_schema(cls: type, config: str) -> Schema:
     version = _v.installed_version() or "0+unknown"
     fields = []
     for f in dataclasses.fields(cls):

@@ -25,12 +25,18 @@ def _package() -> str:
 
 
 def load_json(name: str) -> dict:
-    path = Path(__file__).with_name("data") / name
+    """A runtime data file, compat/data/NAME."""
+    return package_json(__file__, _package(), name)
+
+
+def package_json(module_file: str, package: str, name: str) -> dict:
+    """data/NAME beside ``module_file`` (``package``'s data/ in a zipped install)."""
+    path = Path(module_file).with_name("data") / name
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     from importlib import resources  # a zipped install: 20 ms of imports, so only then
 
-    return json.loads(resources.files(_package()).joinpath("data", name).read_text(encoding="utf-8"))
+    return json.loads(resources.files(package).joinpath("data", name).read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 Any config in ``compat.configs`` ("ddp", "optimizer", "transformer", "mla", ...). For a class that takes an
 optimizer config (``ConfigClass.takes_optimizer``: DDPConfig) the resolver rules (``compat.fp32_rule``) and the cross
 rules add values from it; the curated checks of rules.json for the class are applied, and the ``__post_init__``
-checks extracted from its source are pre-checked (both with ``compat.precheck``).
+checks extracted from its source are pre-checked (both with ``compat.precheck``). ``resolve_configs`` resolves the
+DDP, optimizer and transformer configs of one run together, so that the cross rules apply.
 """
 from __future__ import annotations
 
@@ -397,3 +398,53 @@ def materialize(kwargs: dict, res_or_canon=None) -> dict:
         kinds = type_of(spec.annotation).kinds() if spec is not None else set()
         out[name] = to_torch(value) if isinstance(value, str) and "dtype" in kinds and "str" not in kinds else value
     return out
+
+
+# ---- several configs of one run together, so that the cross rules apply -------------------------------------
+_ROUNDS = 3  # an "equal" rule can ask the optimizer to follow DDP once; a third round would mean a cycle
+
+
+@dataclass
+class ConfigResolutions:
+    version: str
+    ddp: Resolution | None = None
+    optimizer: Resolution | None = None
+    transformer: Resolution | None = None
+
+    def items(self) -> list[tuple[str, Resolution]]:
+        return [(k, r) for k, r in (("ddp", self.ddp), ("optimizer", self.optimizer),
+                                    ("transformer", self.transformer)) if r is not None]
+
+    def kwargs(self, dtype_format: str = "str") -> dict:
+        """{"ddp": {...}, "optimizer": {...}, "transformer": {...}} for the configs that were given."""
+        return {k: (materialize(r.kwargs, r) if dtype_format == "torch" else dict(r.kwargs)) for k, r in self.items()}
+
+    def to_dict(self) -> dict:
+        return {"version": self.version, **{k: r.to_dict() for k, r in self.items()}}
+
+
+def resolve_configs(ddp: Mapping[str, Any] | None = None, optimizer: Mapping[str, Any] | None = None,
+                    transformer: Mapping[str, Any] | None = None, version: str | None = None, *, lenient: bool = False,
+                    transformer_config: str = "transformer") -> ConfigResolutions:
+    """Resolve the configs given (overrides dicts, canonical or old names) for one megatron-core build.
+
+    The optimizer is resolved first; DDP then sees it (the FP32 resolver rule, the cross rules of
+    cross_rules.json); when a cross rule needs the optimizer to follow a DDP value the user set, the optimizer
+    is resolved again with that value (source "cross-config rule"). ``transformer_config="mla"`` resolves
+    MLATransformerConfig. Unset configs stay None.
+    """
+    opt_extra: dict = {}
+    opt = resolve(optimizer, config="optimizer", version=version, lenient=lenient) if optimizer is not None else None
+    tf = (resolve(transformer, config=transformer_config, version=version, lenient=lenient)
+          if transformer is not None else None)
+    ddp_res = None
+    if ddp is not None:
+        for _ in range(_ROUNDS):
+            ddp_res = resolve(ddp, opt, version, config="ddp", lenient=lenient)
+            wanted = ddp_res.requests.get("optimizer")
+            if not wanted or opt is None:
+                break
+            opt_extra.update(wanted)
+            opt = resolve(optimizer, config="optimizer", version=version, lenient=lenient, extra=opt_extra)
+    first = next(r for r in (ddp_res, opt, tf) if r is not None) if (ddp_res or opt or tf) else None
+    return ConfigResolutions(first.version if first else (version or ""), ddp_res, opt, tf)

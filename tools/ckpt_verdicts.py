@@ -1,6 +1,6 @@
-"""Checkpoint-lane verdicts for the gate: benchmarks/results/ckpt_lane.json -> compat/data/ckpt_lane.json.
+"""Checkpoint-lane verdicts for the gate: benchmarks/results/ckpt_lane.json -> compat/tooling/data/ckpt_lane.json.
 
-    python tools/ckpt_verdicts.py            write compat/data/ckpt_lane.json
+    python tools/ckpt_verdicts.py            write compat/tooling/data/ckpt_lane.json
     python tools/ckpt_verdicts.py --check    exit 1 if the committed file differs from what the results give
 
 Deterministic: the same results give the same bytes (sorted, no timings). Standard library only.
@@ -14,10 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
-DATA = ROOT / "compat" / "data" / "ckpt_lane.json"
+DATA = ROOT / "compat" / "tooling" / "data" / "ckpt_lane.json"
 MAX_RESULTS_BYTES = 16 << 20
 
 

@@ -21,9 +21,9 @@ SUMMARY_CHARS = 180  # two lines of the layout
 # Data-flow order: what each module needs comes before it. A module missing here fails `--check` (and the test).
 RUNTIME = ["__init__.py", "errors.py", "version.py", "bounded_read.py", "configs.py", "registry_format.py",
            "registry.py", "annotations.py", "dtypes.py", "typecheck.py", "acceptances.py", "evaluate.py",
-           "postinit.py", "precheck.py", "canonical.py", "fp32_rule.py", "cross.py", "resolution.py", "together.py",
+           "postinit.py", "precheck.py", "canonical.py", "fp32_rule.py", "cross.py", "resolution.py",
            "build.py", "config_audit.py"]
-TOOLING = ["tooling/__init__.py", "tooling/text.py", "tooling/fsutil.py", "tooling/pysource.py", "tooling/archive.py",
+TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "tooling/fsutil.py", "tooling/pysource.py", "tooling/archive.py",
            "tooling/enum_members.py", "tooling/extract.py", "tooling/fetch.py", "tooling/refresh.py",
            "tooling/gate/__init__.py", "tooling/gate/candidate.py", "tooling/gate/policy.py", "tooling/gate/levels.py",
            "tooling/gate/diff.py", "tooling/gate/label.py", "tooling/gate/metadata.py", "tooling/gate/aliases.py",
@@ -31,8 +31,9 @@ TOOLING = ["tooling/__init__.py", "tooling/text.py", "tooling/fsutil.py", "tooli
            "tooling/gate/sections.py", "tooling/gate/registry_file.py", "tooling/gate/report.py",
            "tooling/gate/config_gate.py", "tooling/gate/accept_pin.py", "tooling/gate/surface/__init__.py",
            "tooling/gate/surface/model.py", "tooling/gate/surface/cache.py", "tooling/gate/surface/lookup.py",
-           "tooling/gate/surface/guards.py", "tooling/gate/surface/instances.py", "tooling/gate/surface/project.py",
-           "tooling/gate/surface/check.py", "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",
+           "tooling/gate/surface/guards.py", "tooling/gate/surface/spelling.py", "tooling/gate/surface/instances.py",
+           "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/check.py",
+           "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",
            "tooling/gate/surface/window.py", "tooling/gate/surface/report.py", "tooling/gate/surface/cli.py",
            "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
 
@@ -62,17 +63,23 @@ def _rows(names: list[str], column: int) -> list[str]:
     return out
 
 
+def _data_rows(folder: str, column: int, label: str | None = None) -> list[str]:
+    """The folder's data files, by name, as the tree holds them."""
+    names = ", ".join(sorted(p.name for p in (PACKAGE / folder).glob("*.json")))
+    return textwrap.wrap(names, WIDTH, initial_indent=f"  {label or folder:<{column}} ",
+                         subsequent_indent=" " * (column + 3))
+
+
 def render() -> str:
     column = 20  # longer names push their text right
     lines = ["```", "compat/             runtime: what a training job imports; `vendor` copies exactly this "
              "(stdlib + packaging)",
              *_rows(RUNTIME, column),
-             "  data/             registry.json, renames.json, rules.json, cross_rules.json, heads.json, "
-             "type_acceptances.json, value_aliases.json",
-             "                    (and the lanes' verdicts, install.json and metadata.json, which only the gate reads)",
+             *_data_rows("data/", column),
              "  LICENSE, NOTICE, py.typed",
              "compat/tooling/     tooling: maintainers' commands, never imported by the runtime (tests/unit/test_layout.py)",
              *_rows(TOOLING, column),
+             *_data_rows("tooling/data/", column, label="data/"),
              "tools/              repository tools: matrix.yaml (matrix.py, with the gate's --accept), registry data, "
              "this section (layout.py)",
              "tests/unit/         no megatron needed       tests/contract/, tests/integration/   real megatron-core",

@@ -23,7 +23,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/matrix.py` puts tools/ first, not the repo root
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling.archive import MIB, read_file  # noqa: E402
 from compat.errors import CompatError, one_line  # noqa: E402

@@ -1,4 +1,4 @@
-"""Build compat/data/metadata.json: Requires-Python and Requires-Dist of every registry release, read from its real
+"""Build compat/tooling/data/metadata.json: Requires-Python and Requires-Dist of every registry release, read from its real
 wheel (through the download cache), for the gate's metadata diff. Kept apart from registry.json, which another tool
 regenerates.
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling import refresh  # noqa: E402
 from compat.tooling.archive import open_source  # noqa: E402
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from compat.registry import registry  # noqa: E402
 
-OUT = ROOT / "compat" / "data" / "metadata.json"
+OUT = ROOT / "compat" / "tooling" / "data" / "metadata.json"
 
 
 def release_metadata(version: str) -> dict:

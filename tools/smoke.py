@@ -1,6 +1,6 @@
 """Plain-install check of a pin (the smoke-<version> nox sessions): install megatron-core==V exactly as its metadata
 says (its declared dependencies, no extras, the matrix's CPU torch), import megatron.core and the modules the contract
-tests use, and compare what happened with the recorded outcome in compat/data/install.json.
+tests use, and compare what happened with the recorded outcome in compat/tooling/data/install.json.
 
 A change either way fails the session: a new failure, and also a failure that went away (update the data with
 ``nox -s smoke-V -- --record``). Where Requires-Python excludes the session's Python the install uses the override
@@ -17,12 +17,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 
-DATA = ROOT / "compat" / "data" / "install.json"
+DATA = ROOT / "compat" / "tooling" / "data" / "install.json"
 PROBE = ROOT / "tests" / "smoke" / "probe.py"
 OVERRIDE = "pip --ignore-requires-python (the matrix's override)"
 INSTALL_TIMEOUT_S = 1800
@@ -183,14 +183,14 @@ def run(pin, *, python_exe: str, uv: str, index_args: list[str], requires_python
 
 
 def summary(data: dict | None = None) -> str:
-    """benchmarks/results/smoke.md: one row per pin, from compat/data/install.json."""
+    """benchmarks/results/smoke.md: one row per pin, from compat/tooling/data/install.json."""
     data = data or load()
     rows = ["# Plain install per pin (smoke-<version> sessions)", "",
             "`pip install megatron-core==X` with its declared dependencies, no extras, the matrix's CPU torch, in a "
             "fresh venv on the pin's Python; then `import` of the modules the contract tests use "
             f"({', '.join(f'`{m}`' for m in data['modules'])}). Undeclared imports are installed one round at a time "
             "and probed again. Raw results: `benchmarks/results/smoke/<version>.json`; expected outcomes: "
-            "`compat/data/install.json`.", "",
+            "`compat/tooling/data/install.json`.", "",
             "| pin | Python | override | install | imports (plain) | undeclared imports | still failing with them |",
             "|---|---|---|---|---|---|---|"]
     from compat import version as _v

@@ -34,6 +34,7 @@ NODES_PER_TOKEN = 2  # ast.walk's count per estimated token, at most ("a+a+a": B
 _TOKEN = re.compile(rb"[A-Za-z_0-9]+|[^\sA-Za-z_0-9]|\n")
 # Python refuses a decimal literal over 4300 digits, but not a hex, octal or binary one, whose value then cannot
 # be shown (str() and ast.unparse raise ValueError): refuse those of more bits than 4300 decimal digits hold.
+_RADIX_PREFIXES = (b"0x", b"0X", b"0o", b"0O", b"0b", b"0B")  # what such a literal starts with (found by bytes.find)
 _HUGE_INT_LITERAL = re.compile(rb"\b0(?:[xX][0-9a-fA-F_]{3580,}|[oO][0-7_]{4770,}|[bB][01_]{14290,})")
 
 
@@ -66,10 +67,27 @@ class SourceBudget:
                                       f"{self.max_nodes}-node cap for one source{_RAISE}")
 
     def spend_nodes(self, label: str, tree: ast.AST) -> None:
-        self.nodes += sum(1 for _ in ast.walk(tree))
+        self.nodes += count_nodes(tree)
         if self.nodes > self.max_nodes:
             raise SourceTooLargeError(f"the source files parsed up to {_label(label)} add up to {self.nodes} syntax "
                                       f"tree nodes, over the {self.max_nodes}-node cap for one source{_RAISE}")
+
+
+def count_nodes(tree: ast.AST) -> int:
+    """The nodes ``ast.walk(tree)`` yields, counted without its generators (this runs on every parsed file)."""
+    count, stack, node_type = 0, [tree], ast.AST
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, node_type):
+            continue
+        count += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(value)
+            elif isinstance(value, node_type):
+                stack.append(value)
+    return count
 
 
 def _label(label: str) -> str:
@@ -78,11 +96,7 @@ def _label(label: str) -> str:
 
 def size_of(data: bytes, max_tokens: int = MAX_FILE_TOKENS) -> int:
     """The estimated tokens of ``data``; counting stops once it passes ``max_tokens``."""
-    tokens = 0
-    for tokens, _ in enumerate(_TOKEN.finditer(data), 1):
-        if tokens > max_tokens:
-            break
-    return tokens
+    return _TOKEN.subn(b"", data, count=max_tokens + 1)[1]
 
 
 def parse_source(source: bytes | str, label: str, budget: SourceBudget | None = None,
@@ -96,13 +110,14 @@ def parse_source(source: bytes | str, label: str, budget: SourceBudget | None = 
     if len(data) > max_bytes:
         raise SourceTooLargeError(f"{_label(label)} is {len(data)} bytes, over the {max_bytes}-byte cap on one "
                                   "parsed source file")
-    tokens = size_of(data, max_tokens)
+    # every token is at least one byte: without a budget to charge, a file of at most max_tokens bytes needs no count
+    tokens = size_of(data, max_tokens) if budget is not None or len(data) > max_tokens else len(data)
     if tokens > max_tokens:
         raise SourceTooLargeError(f"{_label(label)} holds over {max_tokens} tokens, over the cap on one parsed "
                                   "source file")
     if budget is not None:
         budget.reserve(label, len(data), tokens)
-    if _HUGE_INT_LITERAL.search(data):
+    if any(prefix in data for prefix in _RADIX_PREFIXES) and _HUGE_INT_LITERAL.search(data):
         raise SourceUnparsableError(f"{_label(label)} holds an integer literal past Python's int-to-str digit limit "
                                     "(4300 decimal digits)")
     try:

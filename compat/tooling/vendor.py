@@ -26,9 +26,8 @@ MANIFEST = "VENDORED.json"
 REGISTRY = "data/registry.json"
 LEFT_OUT = ("tooling", "__main__.py")  # never run in a training job
 LEGAL = ("LICENSE", "NOTICE", "py.typed")  # travel with every copy (py.typed: the host's type checker reads it)
-# What the runtime reads from data/ (registry.py and acceptances.py); tests/unit/test_layout.py keeps it complete.
-RUNTIME_DATA = ("registry.json", "renames.json", "rules.json", "cross_rules.json", "heads.json",
-                "type_acceptances.json", "value_aliases.json")
+# data/ holds only what the runtime reads (the tooling's own data lies in tooling/data/, left out with tooling/):
+# tests/unit/test_layout.py keeps the two apart.
 MAX_MANIFEST_BYTES = 1 * MIB
 
 
@@ -53,7 +52,7 @@ def source_files(source=None) -> dict[str, bytes]:
         for f in folder.iterdir():
             if not prefix and f.name in LEFT_OUT:
                 continue
-            wanted = f.name in RUNTIME_DATA if prefix == "data/" else f.name.endswith(".py") or (
+            wanted = f.name.endswith(".json") if prefix == "data/" else f.name.endswith(".py") or (
                 not prefix and f.name in LEGAL)
             if f.is_file() and wanted:
                 out[prefix + f.name] = _read_source(f)

@@ -24,13 +24,13 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))  # first on sys.path when run; tools/lane_common.py when loaded
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-for _path in (HERE, REPO_ROOT):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installed compat still comes first)
+    sys.path.append(REPO_ROOT)
 
 import compare  # noqa: E402
+from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 EXPECTED = os.path.join(HERE, "expected.yaml")
@@ -457,21 +457,18 @@ def _print_table(args, variants) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap, sub = subcommand_parser(__doc__)
     p = sub.add_parser("pair", help="save with --old-python, load with --new-python, compare")
     p.add_argument("--old", required=True)
     p.add_argument("--new", required=True)
     p.add_argument("--old-python", required=True)
     p.add_argument("--new-python", required=True)
-    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_CKPT_TIMEOUT", "300")),
-                   help="seconds per side before its ranks are killed")
+    add_launch_options(p, timeout_env="MCORE_COMPAT_CKPT_TIMEOUT", timeout_help="seconds per side before its "
+                       "ranks are killed", torchrun_help="launch each side's ranks with torchrun --standalone")
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep the checkpoints and reports")
     p.add_argument("--no-record", action="store_true", help="write no table and no timing at all")
     p.add_argument("--record", action="store_true", help="write ckpt_lane.* and ckpt_lane_time.json in "
                    "benchmarks/results/ (tracked); without it they go to benchmarks/results/raw/ (ignored)")
-    p.add_argument("--torchrun", action="store_true", help="launch each side's ranks with torchrun --standalone")
     sub.add_parser("table", help="re-render benchmarks/results/ckpt_lane.md from ckpt_lane.json")
     return ap
 

@@ -3,7 +3,7 @@
     python tests/equiv/lane.py pin --version 0.16.1 --python P [--torchrun] [--backend gloo]   one pin's run
     python tests/equiv/lane.py compare                 adjacent pins: results, expectations (exit 1: unexpected)
     python tests/equiv/lane.py table                   re-render benchmarks/results/equivalence.md from the JSON
-    python tests/equiv/lane.py verdicts [--check]      compat/data/training_lane.json (the gate's Training section)
+    python tests/equiv/lane.py verdicts [--check]      compat/tooling/data/training_lane.json (the gate's Training section)
 
 ``pin`` writes the plan (registry only: what compat sends that release, per variant), runs worker.py with the pin's
 python (forked ranks, or ``--torchrun``: ``python -m torch.distributed.run --standalone``), and keeps its record in
@@ -28,19 +28,19 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))  # first on sys.path when run; tools/lane_common.py when loaded
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-for _path in (REPO_ROOT, HERE):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installed compat still comes first)
+    sys.path.append(REPO_ROOT)
 
 import diffs  # noqa: E402
+from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 CONFIG = os.path.join(HERE, "config.json")
 EXPECTED = os.path.join(HERE, "expected.yaml")
 RESULTS_DIR = str(RECORDED)  # the tracked results (tools/results.py owns the path)
-TRAINING_DATA = os.path.join(REPO_ROOT, "compat", "data", "training_lane.json")
+TRAINING_DATA = os.path.join(REPO_ROOT, "compat", "tooling", "data", "training_lane.json")
 CONFIGS = ("transformer", "optimizer", "ddp")
 
 
@@ -95,7 +95,7 @@ def _user_config() -> dict:
 def drifting_defaults(versions: list[str], user: dict) -> dict:
     """{config: {field: value}}: fields whose effective default differs between the lane's releases, with the value
     of the oldest release that has the field (JSON scalars only; a dtype or callable default is left alone)."""
-    from compat.together import resolve_configs
+    from compat.resolution import resolve_configs
 
     seen: dict = {}
     for version in versions:
@@ -147,7 +147,7 @@ def controls(record: dict) -> dict:
 def plan_for(version: str, versions: list[str]) -> dict:
     """What the worker runs on ``version``: per variant the overrides, and what compat sends from them."""
     from compat.errors import CompatError
-    from compat.together import resolve_configs
+    from compat.resolution import resolve_configs
 
     user = _user_config()
     pinned = drifting_defaults(versions, user)
@@ -539,15 +539,13 @@ def run_verdicts(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap, sub = subcommand_parser(__doc__)
     p = sub.add_parser("pin", help="run the lane on one pin (its venv's python)")
     p.add_argument("--version", required=True)
     p.add_argument("--python", required=True)
-    p.add_argument("--backend", default="gloo", choices=("gloo", "nccl"))
-    p.add_argument("--torchrun", action="store_true", help="launch the ranks with torchrun --standalone")
+    add_launch_options(p, timeout_env="MCORE_COMPAT_EQUIV_TIMEOUT",
+                       torchrun_help="launch the ranks with torchrun --standalone")
     p.add_argument("--world-size", type=int, default=0, help="ranks (default: config.json's world_size)")
-    p.add_argument("--timeout", type=float, default=float(os.environ.get("MCORE_COMPAT_EQUIV_TIMEOUT", "300")))
     c = sub.add_parser("compare", help="compare adjacent pins' records, write equivalence.* "
                        "(in benchmarks/results/ with --record)")
     c.add_argument("--no-record", action="store_true", help="write no results at all")
@@ -557,7 +555,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--backend", default="gloo", choices=("gloo", "nccl"),
                    help="which results file: equivalence.json (gloo) or equivalence_nccl.json")
     sub.add_parser("table", help="re-render equivalence.md from equivalence.json")
-    d = sub.add_parser("verdicts", help="write compat/data/training_lane.json from equivalence.json")
+    d = sub.add_parser("verdicts", help="write compat/tooling/data/training_lane.json from equivalence.json")
     d.add_argument("--check", action="store_true")
     return ap
 

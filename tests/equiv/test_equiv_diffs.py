@@ -2,26 +2,12 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+from tools.lane_common import load_script
 
-import diffs  # noqa: E402
-
-
-def _load_lane():
-    """tests/ckpt has a lane.py too: load this one under its own name."""
-    spec = importlib.util.spec_from_file_location("equiv_lane", os.path.join(HERE, "lane.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-lane = _load_lane()
+lane = load_script("tests/equiv/lane.py", "equiv_lane")  # tests/ckpt has a lane.py too: a name of its own
+import diffs  # noqa: E402  (tests/equiv, put on sys.path by load_script)
 NAMES = ["embedding.word_embeddings.weight", "decoder.layers.0.mlp.linear_fc1.weight"]
 
 

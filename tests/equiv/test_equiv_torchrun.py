@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from tools.lane_common import load_script
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 if HERE not in sys.path:
@@ -47,10 +49,7 @@ def test_ddp_harness_tests_pass_on_every_torchrun_rank():
 
 
 def _lane():
-    spec = importlib.util.spec_from_file_location("equiv_lane", os.path.join(HERE, "lane.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tests/equiv/lane.py", "equiv_lane")
 
 
 def _pin_record(work, *launcher_args) -> dict:
@@ -98,10 +97,7 @@ def _ckpt_side(tmp_path, side, *extra) -> dict:
 
 
 def test_checkpoint_worker_under_torchrun_saves_and_loads_exactly(tmp_path):
-    sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "ckpt"))
-    spec = importlib.util.spec_from_file_location("ckpt_lane", os.path.join(REPO_ROOT, "tests", "ckpt", "lane.py"))
-    ckpt_lane = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ckpt_lane)
+    ckpt_lane = load_script("tests/ckpt/lane.py", "ckpt_lane")
     save = _ckpt_side(tmp_path, "save", "--only", "plain")
     assert save["launcher"] == "torchrun" and [p["id"] for p in save["plan"]] == ["plain"]
     with open(tmp_path / "plan.json", "w", encoding="utf-8") as fh:

@@ -33,8 +33,11 @@ class Run:
 
 
 # ``python -m compat`` that records its own peak memory at exit. VmHWM belongs to the address space, which exec
-# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec.
-_MEASURED = """import atexit, os, runpy
+# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec. The checkout is
+# appended to sys.path (tools/ for the matrix gate; compat where none is installed): the unit session's installed
+# package comes first.
+_MEASURED = f"""import atexit, os, runpy, sys
+sys.path.append({str(ROOT)!r})
 def _peak():
     try:
         with open('/proc/self/status') as fh:
@@ -50,7 +53,7 @@ _RUN_MATRIX_GATE = f"runpy.run_path({str(ROOT / 'tools' / 'matrix.py')!r}, run_n
 
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
-    """``python -m compat ARGS`` (this checkout's compat) with its exit code, output and peak memory; a ``gate``
+    """``python -m compat ARGS`` (the installed compat, else this checkout's) with its exit code, output and peak memory; a ``gate``
     with ``--matrix`` runs as the matrix tools' gate (``python tools/matrix.py gate ...``, which owns matrix.yaml).
     ``stdout``: a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone,
     /dev/full)."""
@@ -71,14 +74,14 @@ def cli_argv(args) -> list[str]:
 
 
 def run_python(code: str, *, timeout=120) -> Run:
-    """Python ``code`` in a child (this checkout's compat importable), with its exit code, output and peak memory."""
+    """Python ``code`` in a child (the installed compat, else this checkout's), with its exit code, output and peak memory."""
     return _run_measured(_MEASURED + code, [], timeout=timeout)
 
 
 def _run_measured(program: str, args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     with tempfile.TemporaryDirectory() as scratch:
         peak = Path(scratch) / "peak"
-        full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8", **(env or {}),
+        full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {}),
                     "HOSTILE_PEAK_FILE": str(peak)}
         full_env.pop("MCORE_COMPAT_TRACEBACK", None)
         with open(peak.with_name("out"), "w+b") as out, open(peak.with_name("err"), "w+b") as err:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,8 @@ from compat.tooling.gate import GateReport
 from compat.tooling.gate import ckpt as gate_ckpt
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
-from tools import ckpt_verdicts  # noqa: E402
+from tools import ckpt_verdicts  # noqa: E402  (tools/: tests/conftest.py appends the checkout)
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
 
@@ -25,7 +23,8 @@ def _report(candidate, against):
 
 def test_committed_verdicts_are_generated_from_the_committed_results():
     results = json.loads(RESULTS.read_text(encoding="utf-8"))
-    assert ckpt_verdicts.render(results) == (ROOT / "compat" / "data" / "ckpt_lane.json").read_text(encoding="utf-8")
+    committed = ROOT / "compat" / "tooling" / "data" / "ckpt_lane.json"
+    assert ckpt_verdicts.render(results) == committed.read_text(encoding="utf-8")
     assert ckpt_verdicts.main(["--check"]) == 0
 
 

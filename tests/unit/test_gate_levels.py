@@ -19,6 +19,7 @@ from compat.tooling.gate import aliases, candidate, label, metadata
 from compat.tooling.gate.levels import NARROWED, UNKNOWN, WIDENED, annotation_fit
 from compat.tooling.text import md_prose
 from compat.registry import load_json, registry
+from compat.tooling.data_files import load_json as tooling_json
 from compat.registry_format import decode_snapshot
 
 REG = registry()
@@ -172,7 +173,7 @@ def test_dependency_changes_have_levels():
 
 
 def test_the_wheel_metadata_is_read_and_diffed_against_metadata_json(tmp_path):
-    reqs = "".join(f"Requires-Dist: {r}\n" for r in load_json("metadata.json")["releases"]["0.19.2"]["requires_dist"])
+    reqs = "".join(f"Requires-Dist: {r}\n" for r in tooling_json("metadata.json")["releases"]["0.19.2"]["requires_dist"])
     meta = H.metadata("0.20.0", requires_python=">=3.13", extra=reqs.replace("torch>=2.6.0", "torch>=2.9.0"))
     report = g.gate(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0", meta=meta), REG,
                     "0.19.2")
@@ -330,7 +331,7 @@ def test_a_checkout_change_names_the_commit_that_made_it(tmp_path):
 def test_malformed_gate_data_leaves_its_part_out(tmp_path, monkeypatch, name, data):
     import compat.tooling.gate.sections as sections
 
-    real = load_json
+    real = tooling_json
 
     def fake(file):
         return data if file == name else real(file)

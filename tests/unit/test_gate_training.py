@@ -52,7 +52,7 @@ def test_the_gate_report_has_a_training_section(lane_data):
 
 def test_the_committed_data_file_reads():
     data = lanes.load_json("training_lane.json")
-    assert data["pairs"], "compat/data/training_lane.json holds the lane's pairs"
+    assert data["pairs"], "compat/tooling/data/training_lane.json holds the lane's pairs"
     for pair in data["pairs"]:
         assert set(pair) == {"old", "new", "variants"}
         assert {v["status"] for v in pair["variants"].values()} <= {"identical", "expected"}

@@ -202,7 +202,8 @@ def _package_info(body: bytes | None = None, make=None) -> Callable[[Path], dict
             make(info)
         else:
             info.write_bytes(body)
-        return cli("explain", cwd=tmp)
+        # as a user runs it there: the working directory first on sys.path (the unit session sets PYTHONSAFEPATH)
+        return cli("explain", cwd=tmp, env={"PYTHONSAFEPATH": ""})
     return build
 
 
@@ -1125,7 +1126,7 @@ def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path
         code = main(["gate", wheel])
         out, err = capsys.readouterr()
         assert code == 0 and "COMPATIBLE" in out and "## Checkpoints" not in out, out
-        assert err.count("\n") == 1 and err.startswith("warning: compat/data/ckpt_lane.json"), err
+        assert err.count("\n") == 1 and err.startswith("warning: compat/tooling/data/ckpt_lane.json"), err
 
 
 def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
@@ -1140,7 +1141,7 @@ def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_
         code = main(["gate", wheel])
         out, err = capsys.readouterr()
         assert code == 0 and "## Training" not in out and "## Checkpoints" in out, out
-        assert err.count("\n") == 1 and err.startswith("warning: compat/data/training_lane.json"), err
+        assert err.count("\n") == 1 and err.startswith("warning: compat/tooling/data/training_lane.json"), err
         assert err.rstrip().endswith("no Training section"), err
 
 
@@ -1154,7 +1155,6 @@ def test_lost_tensor_names_are_escaped():
 
 
 def test_ckpt_verdicts_refuses_a_non_version_in_one_line(tmp_path, capsys):
-    sys.path.insert(0, str(H.ROOT))
     from tools import ckpt_verdicts
 
     results = tmp_path / "results.json"

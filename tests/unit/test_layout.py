@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,11 +74,28 @@ def test_public_calls_load_no_tooling_module():
     assert "compat.resolution" in loaded and not [m for m in loaded if m.startswith(TOOLING)]
 
 
-def test_vendor_ships_every_data_file_the_runtime_names():
-    named = {node.value for p in RUNTIME for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".json")}
-    assert named and named <= set(vendor.RUNTIME_DATA), sorted(named - set(vendor.RUNTIME_DATA))
-    assert all((PACKAGE / "data" / name).is_file() for name in vendor.RUNTIME_DATA)
+def _json_names(paths) -> set[str]:
+    """Every ``*.json`` file name the modules spell as a string constant."""
+    return {node.value for p in paths for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".json")}
+
+
+def test_runtime_data_is_exactly_what_the_runtime_reads_and_vendor_ships_it():
+    """compat/data/ holds what a runtime module names and nothing else (a tooling-only file there would be vendored
+    into every host); vendor copies all of it."""
+    named, held = _json_names(RUNTIME), {p.name for p in (PACKAGE / "data").glob("*.json")}
+    assert named and named == held, {"named, not in data/": sorted(named - held),
+                                     "in data/, named by no runtime module": sorted(held - named)}
+    assert {rel for rel in vendor.source_files() if rel.startswith("data/")} == {f"data/{n}" for n in held}
+
+
+def test_tooling_data_is_read_by_the_tooling_only():
+    """compat/tooling/data/ holds what tooling modules name, none of which the runtime reads; it is package data."""
+    tooling = sorted((PACKAGE / "tooling").rglob("*.py"))
+    held = {p.name for p in (PACKAGE / "tooling" / "data").glob("*.json")}
+    assert held and held <= _json_names(tooling), sorted(held - _json_names(tooling))
+    assert not held & _json_names(RUNTIME)
+    assert not held & {p.name for p in (PACKAGE / "data").glob("*.json")}
 
 
 def test_vendored_copy_carries_license_notice_and_py_typed():
@@ -128,8 +146,9 @@ def test_messages_name_the_command_the_way_the_package_was_imported(tmp_path):
     (host / "__init__.py").write_text("")
     (host / "_vendor" / "__init__.py").write_text("")
     code = ("import host._vendor.mc.errors as e, json; print(json.dumps(e.cli_command('fields')))")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}  # the host's root (the unit session sets PYTHONSAFEPATH)
     run = lambda: json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,  # noqa: E731
-                                            cwd=tmp_path, check=True).stdout)
+                                            cwd=tmp_path, env=env, check=True).stdout)
     assert run() == "python -m host._vendor.mc fields"
     shutil.rmtree(host / "_vendor" / "mc" / "tooling")
     assert run() == "mcore-compat fields"

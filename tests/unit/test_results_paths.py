@@ -13,6 +13,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tools.results import RECORDED, UNRECORDED, results_dir_for  # noqa: E402
+from tools.lane_common import load_script  # noqa: E402
+
 WRITTEN = ["ckpt_lane.json", "ckpt_lane.md", "ckpt_lane_time.json", "ckpt_lane_nccl_time.json",
            "equivalence.json", "equivalence.md", "smoke/0.16.1.json"]
 
@@ -32,12 +34,7 @@ def test_unrecorded_results_are_ignored_by_git_and_recorded_ones_are_not():
 
 def _lane(path: str):
     """tests/ckpt/lane.py or tests/equiv/lane.py, loaded under a name of its own (both are scripts named lane)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(f"lane_{Path(path).parent.name}", ROOT / path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, f"lane_{Path(path).parent.name}")
 
 
 @pytest.mark.parametrize("path, argv", [

@@ -1,4 +1,4 @@
-"""The plain-install check's comparison (tools/smoke.py) and its data (compat/data/install.json)."""
+"""The plain-install check's comparison (tools/smoke.py) and its data (compat/tooling/data/install.json)."""
 from __future__ import annotations
 
 import yaml

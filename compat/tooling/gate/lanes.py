@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What a lane measured for the pair that ends on the gate's candidate (shared by the Checkpoints and Training sections).
 
-A lane's data file (``compat/data/ckpt_lane.json``, ``compat/data/training_lane.json``) is written by the lane's own
+A lane's data file (``compat/tooling/data/ckpt_lane.json``, ``compat/tooling/data/training_lane.json``) is written by the lane's own
 tool; the gate checks its shape before reading it, and a malformed file gives an "unreadable" verdict: the report
 goes out without that section and the CLI prints one warning line naming the file.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ... import version as _v
 from ...errors import CompatError, VersionError
-from ...registry import load_json
+from ..data_files import DATA_DIR, load_json
 from ..text import bullet_section, md_code
 
 
@@ -22,9 +22,9 @@ def same_release(a, b) -> bool:
 
 
 def lane_pairs(data_file: str, pair_shape: dict, entry_shape: dict, version_keys: tuple[str, str]) -> list[dict]:
-    """The pairs of ``compat/data/<data_file>`` (none when the file is absent), checked against ``pair_shape``
+    """The pairs of ``compat/tooling/data/<data_file>`` (none when the file is absent), checked against ``pair_shape``
     (key -> type), ``entry_shape`` (list key -> keys every entry has) and PEP 440 ``version_keys``."""
-    name = f"compat/data/{data_file}"
+    name = f"{DATA_DIR}/{data_file}"
     try:
         data = load_json(data_file)
     except FileNotFoundError:

@@ -2,7 +2,7 @@
 """The package's own metadata in the gate: Requires-Python and Requires-Dist (extras and markers) against the registry
 release's, as changes with levels.
 
-The registry releases' metadata is ``compat/data/metadata.json`` (built from the real wheels by tools/metadata.py,
+The registry releases' metadata is ``compat/tooling/data/metadata.json`` (built from the real wheels by tools/metadata.py,
 kept apart from registry.json). A wheel's METADATA or an sdist's PKG-INFO is read bounded; a checkout's
 pyproject.toml ``[project]`` table gives the same facts (``requires-python``, ``dependencies``,
 ``optional-dependencies``).
@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..archive import MIB, open_source
-from ...registry import load_json
+from ..data_files import load_json
 from .diff import BREAKING, DECISION, INFO, Change
 
 PACKAGE = "(package)"
@@ -195,6 +195,6 @@ def metadata_changes(old: dict | None, new: dict | None) -> tuple[list[Change], 
     if new is None:
         return [], "the candidate has no METADATA, PKG-INFO or pyproject.toml [project] table"
     if old is None:
-        return [], "compat/data/metadata.json has no entry for the compared release (run tools/metadata.py)"
+        return [], "compat/tooling/data/metadata.json has no entry for the compared release (run tools/metadata.py)"
     changes = [c for c in (python_change(old.get("requires_python"), new.get("requires_python")),) if c]
     return changes + dependency_changes(old.get("requires_dist"), new.get("requires_dist")), None

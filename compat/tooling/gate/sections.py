@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Facts a gate report gets beyond the config diff, each from its own module: the package metadata (metadata.py),
 value renames (aliases.py), upstream commits for a checkout (blame.py) and the plain-install outcome of the pin
-before the candidate (compat/data/install.json, written by the smoke-<version> nox sessions)."""
+before the candidate (compat/tooling/data/install.json, written by the smoke-<version> nox sessions)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,8 @@ from pathlib import Path
 from ... import version as _v
 from ...configs import CONFIGS
 from ...errors import CompatError, VersionError
-from ...registry import Registry, load_json
+from ...registry import Registry
+from ..data_files import load_json
 from .diff import LEVELS
 from .policy import order
 

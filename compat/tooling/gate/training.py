@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The equivalence lane's verdict in a gate report: does training on the candidate give the bits of the pin before it?
 
-Data: ``compat/data/training_lane.json`` (written by ``tests/equiv/lane.py verdicts`` from the lane's results; the lane
+Data: ``compat/tooling/data/training_lane.json`` (written by ``tests/equiv/lane.py verdicts`` from the lane's results; the lane
 itself is ``nox -s equiv``: one tiny GPTModel, the same weights, batches and config on every pin, compared bit for bit).
 """
 from __future__ import annotations

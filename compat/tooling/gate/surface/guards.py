@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .model import dotted, statements
+from .spelling import Lines, Spelling
 
 TRY = "try/except"
 VERSION = "version check"
@@ -115,9 +116,20 @@ def _about_other_package(test) -> bool:
     return not (words & {"megatron", "mcore"}) and bool(words & _OTHER_PACKAGES)
 
 
-def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
+def guard_lines(spelling: Spelling, version_flags: set[str]) -> Lines:
+    """The lines on which a test can be a guard: those spelling what ``_test_guard`` looks for (a probe, a signature
+    check, ``TYPE_CHECKING``, a version name or one of the file's version flags, an ``is`` comparison)."""
+    return spelling.lines(words=("hasattr", "getattr", "signature", "parameters", "TYPE_CHECKING", "is",
+                                 *version_flags), version=True)
+
+
+def test_guard(test, version_flags: set[str], megatron_names: set[str], lines: Lines | None = None
+               ) -> tuple | None:
     """``(kind, detail)`` when an ``if``/``while``/ternary/boolean test is a guard, else None. A version test
-    guards only when it is about megatron-core's version, not another package's."""
+    guards only when it is about megatron-core's version, not another package's. ``lines``: where the file's tests
+    can be guards (``guard_lines``, or a subset fit for the question asked); a test elsewhere is not walked."""
+    if lines is not None and not lines.spans(test):
+        return (DEAD, None) if isinstance(test, ast.Constant) and not test.value else None
     guard = _test_guard(test, version_flags, megatron_names)
     if guard and guard[0] == VERSION and _about_other_package(test):
         return None
@@ -125,6 +137,7 @@ def test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple
 
 
 def _test_guard(test, version_flags: set[str], megatron_names: set[str]) -> tuple | None:
+    # Whatever this looks for must be spelled by one of guard_lines' words: a test on no such line is not walked.
     if isinstance(test, ast.Constant) and not test.value:
         return DEAD, None
     for node in ast.walk(test):
@@ -174,25 +187,28 @@ def suppress_catches(item: ast.withitem) -> set[str] | None:
     return None
 
 
-def version_flags(tree: ast.Module, every: list | None = None) -> set[str]:
+def version_flags(tree: ast.Module, every: list | None = None, spelling: Spelling | None = None) -> set[str]:
     """Names assigned from a version comparison anywhere in the file (``MCORE_GE_014 = Version(v) >= ...``);
-    ``every``: the file's statements, when the caller already walked them."""
+    ``every``: the file's statements, when the caller already walked them; ``spelling``: the file's source, so that
+    only values on lines spelling a version name are walked."""
+    lines = spelling.lines(version=True) if spelling is not None else None
     flags = set()
     for node in every if every is not None else statements(tree.body, into_defs=True):
         if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Compare, ast.Call, ast.BoolOp)) and \
-                (test_guard(node.value, set(), set()) or (None,))[0] == VERSION:
+                (test_guard(node.value, set(), set(), lines) or (None,))[0] == VERSION:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     flags.add(target.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_version_check(node):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _returns_version_check(node, lines):
             flags.add(node.name)
     return flags
 
 
-def _returns_version_check(node) -> bool:
+def _returns_version_check(node, lines: Lines | None = None) -> bool:
     """A small helper whose top-level returns are version comparisons (``def mcore_ge_014(): return ...``)."""
     returns = [n for n in node.body if isinstance(n, ast.Return) and n.value is not None]
-    return bool(returns) and all((test_guard(r.value, set(), set()) or (None,))[0] == VERSION for r in returns)
+    return bool(returns) and all((test_guard(r.value, set(), set(), lines) or (None,))[0] == VERSION
+                                 for r in returns)
 
 
 @dataclass(frozen=True)

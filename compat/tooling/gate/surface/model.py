@@ -337,12 +337,34 @@ def call_shape(call: ast.Call) -> str | None:
     return f"{len(call.args)}|{','.join(k.arg for k in call.keywords)}"
 
 
+def calls_in(node) -> list:
+    """The calls under ``node`` in ``ast.walk``'s order (breadth first), remembered on the node: a method is read
+    by its class's ``self`` calls and by its own parameter calls."""
+    found = node.__dict__.get("_compat_calls")
+    if found is not None:
+        return found
+    found, queue, index, node_type = [], [node], 0, ast.AST
+    while index < len(queue):
+        current = queue[index]
+        index += 1
+        if isinstance(current, ast.Call):
+            found.append(current)
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, node_type):
+                queue.append(value)
+            elif type(value) is list:
+                queue.extend(item for item in value if isinstance(item, node_type))
+    node._compat_calls = found
+    return found
+
+
 def _param_calls(node) -> dict:
     """How a function calls the callables it is passed, and to whom it hands them on (the model's ``pc``)."""
     args = node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     out: dict[str, dict] = {}
-    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+    for call in calls_in(node):
         if isinstance(call.func, ast.Name) and call.func.id in params:
             shape = call_shape(call)
             if shape is not None:
@@ -369,7 +391,7 @@ def _self_calls(node: ast.ClassDef) -> dict:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
             continue
         self_name = item.args.args[0].arg
-        for call in (n for n in ast.walk(item) if isinstance(n, ast.Call)):
+        for call in calls_in(item):
             func = call.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
                 shape = call_shape(call)

@@ -12,15 +12,17 @@ import ast
 import builtins
 import os
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...archive import read_file
+from ...pysource import SourceUnparsableError, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .instances import held_attributes, held_path, scope_instances
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .scan_cache import FileScan, ScanCache, view_of
+from .spelling import Spelling
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -93,13 +95,16 @@ def _is_megatron(name: str | None) -> bool:
 
 class _FileScanner:
     def __init__(self, path: str, tree: ast.Module, own: tuple, versionish: bool = True,
-                 exports: dict | None = None, walrus: bool = True):
+                 exports: dict | None = None, walrus: bool = True, source: bytes | None = None):
         self.path, self.own = path, own
         self.walrus = walrus  # the source has ``:=`` (else no expression needs walking for bindings)
         self.exports = exports or {}  # project module -> {name: megatron paths} it binds at module level
+        self.asked: set = set()  # (project module, name) of each ``from module import name`` (what exports bind)
         self.module, self.is_package = project_module(path)
         every = list(statements(tree.body, into_defs=True))
-        self.flags = g.version_flags(tree, every) if versionish else set()
+        spelling = Spelling(source) if source is not None else None
+        self.flags = g.version_flags(tree, every, spelling) if versionish else set()
+        self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
@@ -130,6 +135,8 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
+        self.spelled = spelling.lines(words=self.bound[0], anywhere=("megatron", "import", "submodules")) \
+            if spelling is not None else None
         self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus)
         self.block(tree.body)
 
@@ -238,8 +245,11 @@ class _FileScanner:
                             head = a.name.split(".")[0]
                             bind(head, (head,) if head == "megatron" else None, top)
                 elif isinstance(s, ast.ImportFrom):
-                    exported = self.exports.get(self.absolute(s)) or {}
                     megatron = s.level == 0 and _is_megatron(s.module)
+                    source = self.absolute(s)
+                    exported = self.exports.get(source) or {}
+                    if not megatron:
+                        self.asked.update((source, a.name) for a in s.names if a.name != "*")
                     for a in s.names:
                         if a.name != "*":
                             bind(a.asname or a.name, (f"{s.module}.{a.name}",) if megatron else exported.get(a.name),
@@ -382,7 +392,7 @@ class _FileScanner:
         return tuple(f"{p}.{test.args[1].value}" for p in owner or ())
 
     def test_kind(self, test) -> tuple | None:
-        guard = g.test_guard(test, self.flags, self.bound[-1])
+        guard = g.test_guard(test, self.flags, self.bound[-1], self.guard_lines)
         if guard and guard[0] == g.AVAILABILITY:  # ``Foo is not None`` protects only Foo being absent
             local = next(iter(guard[1]))
             return g.AVAILABILITY, frozenset(p.split(".")[-1] for p in self.lookup(local) or ())
@@ -471,7 +481,7 @@ class _FileScanner:
             for case in s.cases:
                 self.block(case.body)
         else:
-            for child in ast.iter_child_nodes(s):
+            for child in _children(s):
                 if isinstance(child, ast.stmt):
                     self.stmt(child)
                 else:
@@ -518,7 +528,22 @@ class _FileScanner:
             return _only_splats(value.args)
         return isinstance(value, ast.Name) and value.id in self.forwarders and self.lookup(value.id) is None
 
+    def quiet(self, node) -> bool:
+        """A function that spells no name bound to megatron (in the module: no enclosing function binds one), no
+        ``megatron``, no ``import`` and no ``submodules`` (a spec edit), outside any class with a megatron base or
+        an ``__init__`` that keeps a megatron instance on ``self``, in a file without megatron star imports: nothing
+        in it can be a use, so it is not walked. A new kind of use that needs none of these (say,
+        a megatron object kept on ``self`` in another method) must make this False where it can occur, with its case
+        in tests/unit/test_surface_speed.py's CASES (the prefilters against the full walk)."""
+        if self.spelled is None or self.stars or (self.bases and self.bases[-1]) or (self.held and self.held[-1]):
+            return False
+        if any(not bound <= self.bound[0] for bound in self.bound[1:]):
+            return False
+        return not self.spelled.spans(node)
+
     def function(self, node, body) -> None:
+        if isinstance(body, list) and self.quiet(node):
+            return
         args = node.args
         params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
         params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
@@ -598,7 +623,7 @@ class _FileScanner:
             if star:
                 self.record(e, star, "attribute")
         else:
-            for child in ast.iter_child_nodes(e):
+            for child in _children(e):
                 self.expr(child)
 
     def comprehension(self, e) -> None:
@@ -770,6 +795,18 @@ def _methods(node: ast.ClassDef) -> dict:
                         for d in i.decorator_list)}
 
 
+def _children(node) -> list:
+    """``ast.iter_child_nodes(node)`` as a list, without its generators (the scan's most frequent step)."""
+    out = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif type(value) is list:
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
 def _calls_super(method) -> bool:
     """The method calls ``super().<its own name>(...)``: it extends the base's version rather than replacing it."""
     return any(isinstance(n, ast.Attribute) and n.attr == method.name and isinstance(n.value, ast.Call)
@@ -910,19 +947,20 @@ def project_module(path: str) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
-def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None) -> _FileScanner:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tree = ast.parse(text, filename=path)
+def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None, prefilter: bool = True) -> _FileScanner:
+    tree = parse_source(text, path)  # the per-file caps (bytes, estimated tokens) bound its memory before parsing
+    source = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     return _FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
-                        walrus=":=" in text)
+                        walrus=":=" in text, source=source if prefilter else None)
 
 
-def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None
-                ) -> tuple[list, set]:
-    """Uses of megatron in one file, and the megatron names it assigns. SyntaxError propagates."""
-    scanner = _scan(text, path, own, exports)
+def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None,
+                *, prefilter: bool = True) -> tuple[list, set]:
+    """Uses of megatron in one file, and the megatron names it assigns. A file over the parse caps or not valid
+    Python raises ``compat.tooling.pysource``'s errors (CandidateError). ``prefilter=False``
+    walks every function and every test (no look at the source's spelling first): what the prefilters must match."""
+    scanner = _scan(text, path, own, exports, prefilter)
     return scanner.uses, scanner.sets
 
 
@@ -1007,34 +1045,43 @@ def _read(scan: ProjectScan, rel: str, path: Path, total: int) -> tuple[bytes | 
     return None, total
 
 
-def scan_project(root) -> ProjectScan:
+def scan_project(root, *, cache: bool = True) -> ProjectScan:
     """Every use in the project. Names a project module re-exports (``from pkg.helper import mpu``, where helper
-    imports mpu from megatron) are followed into the files that import them, a few links deep."""
+    imports mpu from megatron) are followed into the files that import them, a few links deep. ``cache``: reuse
+    the results of files a run scanned before with the same inputs (scan_cache.py)."""
     root = Path(root)
     if not root.is_dir():
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
     scan = ProjectScan(str(root), own_packages=list(own))
+    store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
     project_modules = {m for names in names_of.values() for m in names}
-    per_file: dict[str, tuple] = {}  # rel -> (uses, sets)
+    per_file: dict[str, FileScan] = {}
+    unparsed: set = set()
     exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
 
-    def scan_one(rel: str, data: bytes, with_exports: dict | None) -> set:
-        """Scan one file; the project modules whose exports that changed."""
-        try:
-            scanner = _scan(data, rel, own, with_exports)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            if rel not in per_file:
-                scan.skipped.append((rel, f"does not parse: {type(exc).__name__}"))
-            return set()
-        per_file[rel] = (scanner.uses, scanner.sets)
+    def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
+        """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
+        of the exports it imports is not scanned again (the result would be the same), but its exports are still
+        published again, as a new scan would."""
+        done = per_file.get(rel)
+        if done is None or done.view != view_of(done.asked, with_exports):
+            try:
+                done = _scan_file(rel, data, own, with_exports, store)
+            except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
+                if rel not in unparsed:
+                    unparsed.add(rel)
+                    reason = "does not parse" if isinstance(exc, SourceUnparsableError) else "not parsed"
+                    scan.skipped.append((rel, f"{reason}: {exc}"))
+                return set()
+            per_file[rel] = done
+        mine = done.exports
         for module in names_of[rel]:
-            scan.classes.update({f"{module}.{name}": methods for name, methods in scanner.classes.items()})
-        mine = scanner.module_exports()
+            scan.classes.update({f"{module}.{name}": methods for name, methods in done.classes.items()})
         changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
         exports.update({name: mine for name in changed})
         return changed
@@ -1048,7 +1095,7 @@ def scan_project(root) -> ProjectScan:
         if imported:
             importers[rel] = (data, imported)
         if b"megatron" in data:
-            scan_one(rel, data, None)
+            scan_one(rel, data, {})
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
@@ -1060,9 +1107,24 @@ def scan_project(root) -> ProjectScan:
         if not changed:
             break
     for rel, _path in files:
-        uses, sets = per_file.get(rel, ((), set()))
-        if uses:
+        done = per_file.get(rel)
+        if done is not None and done.uses:
             scan.megatron_files += 1
-        scan.uses.extend(uses)
-        scan.sets |= sets
+            scan.uses.extend(done.uses)
+        if done is not None:
+            scan.sets |= done.sets
+    store.save()
     return scan
+
+
+def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
+    """One file's scan with ``exports`` (from the cache when a run made the same one). CandidateError propagates."""
+    key = store.key(rel, own, data)
+    found = store.get(key, exports)
+    if found is not None:
+        return found
+    scanner = _scan(data, rel, own, exports)
+    result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
+                      view_of(scanner.asked, exports), scanner.classes)
+    store.put(key, result)
+    return result
