@@ -227,7 +227,10 @@ def build_parser(command: str | None = None, matrix_tools=None) -> argparse.Argu
         p = sub.add_parser(name, help=spec.help)
         if command is None or command == name:
             register = getattr(importlib.import_module(spec.module, __package__), spec.register)
-            register(p, matrix_tools) if spec.takes_matrix_tools else register(p)
+            if spec.takes_matrix_tools:
+                register(p, matrix_tools)
+            else:
+                register(p)
     return parser
 
 
