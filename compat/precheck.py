@@ -11,7 +11,6 @@ The curated checks of rules.json (owner ``rules.json``) have the same shape and 
 """
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import sys
 
@@ -32,6 +31,8 @@ def _env_items(name: object) -> tuple[str, ...] | object:
 
 def _is_torch_min_version(minimum: object) -> bool | object:
     """Whether the installed torch is at least ``minimum`` (Megatron's helper of that name); unknown without torch."""
+    import importlib.metadata  # ~30 ms (email, zipfile, ...): paid only by a curated check that asks
+
     try:
         return _v.at_least(importlib.metadata.version("torch"), minimum)
     except (importlib.metadata.PackageNotFoundError, CompatError):

@@ -18,7 +18,6 @@ import re
 import stat
 import tarfile
 import zipfile
-from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
 from ..bounded_read import MAX_MEMBER_BYTES, MIB, read_file  # noqa: F401  (read_file: re-exported for the tooling)
@@ -356,6 +355,8 @@ class Source:
             meta = meta if meta in self._members else None
         if not meta:
             return {}
+        from email.parser import HeaderParser  # ~10 ms of email imports: only for a candidate's METADATA
+
         headers = HeaderParser().parsestr(self.read(meta, MAX_METADATA_BYTES).decode("utf-8", "replace"))
         out: dict[str, list[str]] = {}
         for k, v in headers.items():

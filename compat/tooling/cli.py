@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import json
 import os
@@ -163,14 +164,7 @@ def cmd_registry_refresh(args) -> int:
     return 0
 
 
-_LOCAL_COMMANDS = ("explain", "fields")  # need neither the gate nor vendor modules (60 ms of imports)
-
-
-def build_parser(command: str | None = None, matrix_tools=None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=cli_command("").rstrip(), description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("explain", help="every field of a config: value, source and the name the version uses")
+def register_explain(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", choices=CONFIG_CHOICES, default="ddp", help="which config class (default: ddp)")
     p.add_argument("--mcore", help="target version (default: installed, else the newest in the registry)")
     p.add_argument("--set", action="append", type=_parse_set, metavar="KEY=VALUE", help="an override (JSON value)")
@@ -183,23 +177,60 @@ def build_parser(command: str | None = None, matrix_tools=None) -> argparse.Argu
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain, parser=p)
 
-    p = sub.add_parser("fields", help="list a version's fields of a config class (and its __post_init__ checks)")
+
+def register_fields(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", choices=CONFIG_CHOICES, default="ddp", help="which config class (default: ddp)")
     p.add_argument("--mcore", help="version (default: installed, else the newest in the registry)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fields)
 
-    p = sub.add_parser("registry", help="maintain the registry")
+
+def register_registry(p: argparse.ArgumentParser) -> None:
     reg_sub = p.add_subparsers(dest="registry_command", required=True)
     r = reg_sub.add_parser("refresh", help="download every release >= 0.7.0 and re-extract the registry")
     r.add_argument("--out", help="where to write (default: the package's data/registry.json)")
     r.add_argument("--only-known", action="store_true", help="re-extract exactly the releases already registered")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_registry_refresh)
-    if command in _LOCAL_COMMANDS:
-        return parser
-    from .vendor import register as register_vendor; register_vendor(sub)  # noqa: E702
-    from .gate.cli import register as register_gate; register_gate(sub, matrix_tools)  # noqa: E702
+
+
+class Command:
+    """A command of the table below (a plain class: typing.NamedTuple would cost every command ~4 ms of imports)."""
+
+    def __init__(self, module: str, register: str, help: str, *, takes_matrix_tools: bool = False):
+        self.module = module  # relative to this package; imported only when the command runs or prints --help
+        self.register = register  # the module's function that adds the command's arguments to its parser
+        self.help = help  # the line `--help` lists, kept here so that listing the commands imports none of them
+        self.takes_matrix_tools = takes_matrix_tools  # register(parser, matrix_tools): see main
+
+
+# The commands, in the order --help lists them (the gate's modules alone cost ~40 ms to import).
+COMMANDS: dict[str, Command] = {
+    "explain": Command(".cli", "register_explain",
+                       "every field of a config: value, source and the name the version uses"),
+    "fields": Command(".cli", "register_fields",
+                      "list a version's fields of a config class (and its __post_init__ checks)"),
+    "registry": Command(".cli", "register_registry", "maintain the registry"),
+    "vendor": Command(".vendor", "register", "copy compat into a host project; --check reports drift (exit 1)"),
+    "gate": Command(".gate.cli", "register",
+                    "review a megatron-core release, wheel, sdist or checkout against the registry",
+                    takes_matrix_tools=True),
+}
+
+
+def build_parser(command: str | None = None, matrix_tools=None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``command`` (the first argument) only that command's arguments: the others are
+    listed by name and help line, and their modules are not imported."""
+    parser = argparse.ArgumentParser(prog=cli_command("").rstrip(), description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, spec in COMMANDS.items():
+        p = sub.add_parser(name, help=spec.help)
+        if command is None or command == name:
+            register = getattr(importlib.import_module(spec.module, __package__), spec.register)
+            if spec.takes_matrix_tools:
+                register(p, matrix_tools)
+            else:
+                register(p)
     return parser
 
 
@@ -274,7 +305,7 @@ def _tolerant_streams() -> None:
 
 def _run(argv, matrix_tools) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv and argv[0] in _LOCAL_COMMANDS else None, matrix_tools).parse_args(argv)
+    args = build_parser(argv[0] if argv else "", matrix_tools).parse_args(argv)  # "": no command's module
     if sys.stdout is None:  # started with stdout closed (`>&-`): the output would vanish silently
         return _error("stdout is closed; nothing was done (redirect it to a file or /dev/null instead)")
     real = sys.stdout

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import stat
-from importlib import resources
 from pathlib import Path
 
 from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
@@ -45,6 +44,8 @@ def _show(path) -> str:
 
 def source_files(source=None) -> dict[str, bytes]:
     """{relative posix path: content} of everything the package needs at runtime (not the tooling)."""
+    from importlib import resources  # ~10 ms of imports, not paid by `vendor --help`
+
     root = source if source is not None else resources.files(__package__.rpartition(".")[0])
     out: dict[str, bytes] = {}
 
@@ -284,8 +285,8 @@ def cmd_vendor(args) -> int:
     return 0
 
 
-def register(sub) -> None:
-    p = sub.add_parser("vendor", help="copy compat into a host project; --check reports drift (exit 1)")
+def register(p) -> None:
+    """The ``vendor`` command's arguments (its help line is in ``cli.COMMANDS``)."""
     p.add_argument("dest", metavar="DEST", help="target package directory, e.g. myproj/_vendor/mcore_compat")
     p.add_argument("--check", action="store_true",
                    help="compare DEST with this package's files (not VENDORED.json's hashes); exit 1 on drift")

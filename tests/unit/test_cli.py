@@ -130,3 +130,44 @@ def test_import_loads_no_submodule_and_every_export_resolves():
     assert set(compat.__all__) <= set(dir(compat))
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         compat.not_a_name  # noqa: B018
+
+
+# `python -m compat ARGV` in a child; prints [exit code, the modules loaded by then]
+_LOADED_AFTER = """import contextlib, io, json, runpy, sys
+sys.argv = ["compat", *json.loads(sys.argv[1])]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_module("compat", run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps([code, sorted(sys.modules)]))
+"""
+_DOWNLOADER = ("compat.tooling.fetch", "compat.tooling.refresh", "http", "email", "urllib.request", "ssl")
+_GATE = ("compat.tooling.gate", "compat.tooling.gate.surface")
+
+
+@pytest.mark.parametrize("argv, absent, present", [
+    (["--help"], ("compat.resolution", "compat.tooling.vendor", *_GATE, *_DOWNLOADER), "compat.tooling.cli"),
+    (["explain", "--mcore", "0.16.1", "--json"], ("compat.tooling.vendor", *_GATE, *_DOWNLOADER), "compat.resolution"),
+    (["fields", "--mcore", "0.16.1"], ("compat.tooling.vendor", *_GATE, *_DOWNLOADER), "compat.resolution"),
+    (["vendor", "--help"], (*_GATE, *_DOWNLOADER), "compat.tooling.vendor"),
+    (["gate", "--help"], ("compat.tooling.vendor", "compat.tooling.gate.surface", *_DOWNLOADER),
+     "compat.tooling.gate.cli"),
+])
+def test_a_command_imports_only_what_it_needs(argv, absent, present):
+    proc = subprocess.run([sys.executable, "-c", _LOADED_AFTER, json.dumps(argv)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    code, loaded = json.loads(proc.stdout)
+    assert code == 0 and present in loaded
+    assert [m for m in loaded if any(m == a or m.startswith(a + ".") for a in absent)] == []
+
+
+def test_help_lists_every_command_from_the_table():
+    from compat.tooling.cli import COMMANDS
+
+    listing = " ".join(run("--help").stdout.split())  # argparse wraps long help lines
+    for name, command in COMMANDS.items():
+        assert f"{name} {command.help}" in listing
+        with pytest.raises(SystemExit) as done:  # the table's module and function load and take --help
+            main([name, "--help"])
+        assert done.value.code == 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import refresh
 from ... import registry_format
 from ... import version as _v
 from ...errors import CandidateError, CompatError
@@ -30,6 +29,7 @@ def accept(report: GateReport, registry_path: Path | None = None, *, replace: bo
            pin: Callable[[str, Path], str] | None = None) -> dict:
     """Write the reviewed candidate into the registry; ``pin(version, registry_path)`` (the matrix tools) records
     it in the test matrix and returns what it did. Returns {version, registry, registry_action, matrix}."""
+    from .. import refresh  # with the downloader (~25 ms of imports): only --accept needs it
     from ..fsutil import atomic_write_bytes, atomic_write_text, locked
 
     facts, registry_path = report.facts, Path(registry_path or DEFAULT_REGISTRY)

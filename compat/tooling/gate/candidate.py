@@ -7,7 +7,6 @@ import os
 import re
 from pathlib import Path
 
-from .. import refresh
 from ... import version as _v
 from ...errors import CandidateError, CompatError, VersionError, one_line, shown
 from ..extract import extract_candidate
@@ -50,6 +49,8 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
     if not keyword and not spec and BARE_VERSION.match(candidate):  # `gate 0.19.2`: that release (no such path)
         spec = _SPEC.match(f"megatron-core=={candidate.strip().lstrip('vV')}")
     if keyword:
+        from .. import refresh  # the downloader (~50 ms of http, email, ssl imports): only a release from the index
+
         releases = refresh.list_releases()
         finals = [v for v, yanked in releases.items() if not yanked]
         if not finals:
@@ -69,6 +70,8 @@ def locate(candidate: str, dest: Path | None = None) -> tuple[Path, bool | None]
 
 def fetch_release(version: str, dest: Path | None = None) -> Path:
     """The release's wheel (any platform; else its sdist) from the index, through the download cache."""
+    from .. import refresh
+
     return refresh.download(version, dest)
 
 

@@ -59,11 +59,11 @@ def cmd_gate(args) -> int:
     return report.exit_code
 
 
-def register(sub, matrix_tools=None) -> None:
-    """The ``gate`` command. ``matrix_tools`` (tools/matrix.py's, in this repository) adds ``--matrix``: it lists
-    the pins (``pinned(matrix, registry)``) and pins an accepted release (``pinner(matrix, registry)``)."""
-    p = sub.add_parser("gate", help="review a megatron-core release, wheel, sdist or checkout against the registry",
-                       description=GATE_DOC)
+def register(p, matrix_tools=None) -> None:
+    """The ``gate`` command's arguments (its help line is in ``cli.COMMANDS``). ``matrix_tools`` (tools/matrix.py's,
+    in this repository) adds ``--matrix``: it lists the pins (``pinned(matrix, registry)``) and pins an accepted
+    release (``pinner(matrix, registry)``)."""
+    p.description = GATE_DOC
     p.add_argument("candidate", nargs="?",
                    help="megatron-core==VERSION, VERSION, latest, a wheel or sdist path, or a Megatron-LM checkout. "
                         "The keywords win over a file of that name: write ./latest for a directory named latest")
