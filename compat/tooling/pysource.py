@@ -73,8 +73,21 @@ class SourceBudget:
                                       f"tree nodes, over the {self.max_nodes}-node cap for one source{_RAISE}")
 
 
+def child_nodes(node: ast.AST) -> list:
+    """``ast.iter_child_nodes(node)`` as a list, without its generators (the surface scan's most frequent step)."""
+    out = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif type(value) is list:
+            out.extend(item for item in value if isinstance(item, ast.AST))
+    return out
+
+
 def count_nodes(tree: ast.AST) -> int:
-    """The nodes ``ast.walk(tree)`` yields, counted without its generators (this runs on every parsed file)."""
+    """The nodes ``ast.walk(tree)`` yields, counted without its generators (this runs on every parsed file, so
+    the loop over the fields is child_nodes' written inline: a call per node doubles the count's time)."""
     count, stack, node_type = 0, [tree], ast.AST
     while stack:
         node = stack.pop()

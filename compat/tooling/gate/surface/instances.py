@@ -21,7 +21,7 @@ import ast
 from collections import Counter
 from typing import Callable
 
-from .model import dotted, statements
+from .model import dotted, init_method, statements
 
 INSTANCE = "instance of a megatron class"  # a Use's ``via``: the name before the last dot is the class
 ANNOTATED = "annotated as a megatron class"  # the same for a parameter: it may hold a subclass, which may add members
@@ -57,7 +57,7 @@ def _bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counte
                         counts[getattr(node, attr)] += 1
         if walrus and not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             fields = [v for f, v in ast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody", "handlers")]
-            targets += [n.target for v in fields for n in _walrus(v)]
+            targets += [n.target for n in walrus_in(fields)]
     for target in targets:
         for node in ast.walk(target):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -76,8 +76,9 @@ def _targets(stmt) -> list:
     return []
 
 
-def _walrus(value) -> list:
-    """The ``:=`` expressions in a statement's own fields (not in lambdas)."""
+def walrus_in(value) -> list:
+    """The ``:=`` expressions in ``value`` (a statement's own fields: nodes or lists of them), not in lambdas or
+    nested statements, in the order a stack walk meets them."""
     found, stack = [], [value]
     while stack:
         node = stack.pop()
@@ -127,8 +128,7 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
 def held_attributes(node: ast.ClassDef, resolve: Resolve) -> dict:
     """attr -> (megatron class paths, INSTANCE), for ``self.attr = X(...)`` in the class's ``__init__`` that nothing else in
     the class stores again."""
-    init = next((i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and i.name == "__init__" and i.args.args), None)
+    init = init_method(node)
     if init is None:
         return {}
     self_name = init.args.args[0].arg

@@ -34,7 +34,7 @@ from pathlib import PurePosixPath
 
 from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
-                         parse_source, size_of)
+                         child_nodes, parse_source, size_of)
 
 MODEL_FORMAT = 10
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
@@ -343,18 +343,13 @@ def calls_in(node) -> list:
     found = node.__dict__.get("_compat_calls")
     if found is not None:
         return found
-    found, queue, index, node_type = [], [node], 0, ast.AST
+    found, queue, index = [], [node], 0
     while index < len(queue):
         current = queue[index]
         index += 1
         if isinstance(current, ast.Call):
             found.append(current)
-        for name in current._fields:
-            value = getattr(current, name, None)
-            if isinstance(value, node_type):
-                queue.append(value)
-            elif type(value) is list:
-                queue.extend(item for item in value if isinstance(item, node_type))
+        queue.extend(child_nodes(current))
     node._compat_calls = found
     return found
 
@@ -401,11 +396,16 @@ def _self_calls(node: ast.ClassDef) -> dict:
     return {k: v for k, v in out.items() if v}
 
 
+def init_method(node: ast.ClassDef):
+    """The ``__init__`` a class body defines, when it takes ``self`` (else None)."""
+    return next((i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and i.name == "__init__" and i.args.args), None)
+
+
 def _spec_built(node: ast.ClassDef) -> dict:
     """``self.x = build_module(submodules.key, <args>)`` in ``__init__``: {key: [x, [shape of <args>]]}. What the
     class does with ``self.x(...)`` is in its ``sc`` (``_self_calls``); a splat leaves the shape unknown."""
-    init = next((i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and i.name == "__init__" and i.args.args), None)
+    init = init_method(node)
     out: dict[str, list] = {}
     for stmt in statements(init.body) if init is not None else ():
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):

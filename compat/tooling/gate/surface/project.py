@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...archive import read_file
-from ...pysource import SourceUnparsableError, parse_source
+from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .instances import held_attributes, held_path, scope_instances
+from .instances import held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
@@ -218,16 +218,8 @@ class _FileScanner:
         def expressions(s, top):
             """Walrus targets in a statement's own expressions (not in nested defs or lambdas); the test of an
             ``if`` directly in the body always runs, so its walrus rebinds."""
-            stack = [v for f, v in ast.iter_fields(s) if f not in _BLOCKS]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, list):
-                    stack.extend(node)
-                elif isinstance(node, ast.NamedExpr):
-                    target(node.target, node.value, top)
-                    stack.append(node.value)
-                elif isinstance(node, ast.AST) and not isinstance(node, (ast.Lambda, ast.stmt)):
-                    stack.extend(v for _f, v in ast.iter_fields(node))
+            for node in walrus_in([v for f, v in ast.iter_fields(s) if f not in _BLOCKS]):
+                target(node.target, node.value, top)
 
         def walk(stmts, top):
             for s in stmts:
@@ -481,7 +473,7 @@ class _FileScanner:
             for case in s.cases:
                 self.block(case.body)
         else:
-            for child in _children(s):
+            for child in child_nodes(s):
                 if isinstance(child, ast.stmt):
                     self.stmt(child)
                 else:
@@ -493,8 +485,7 @@ class _FileScanner:
                                and not _calls_super(i)))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
-                    not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
-                            for d in item.decorator_list):
+                    not _decorated(item, _NOT_PLAIN):
                 self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
                                      sig=signature(item.args), siblings=defined))
@@ -555,8 +546,7 @@ class _FileScanner:
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
-        plain = not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod")
-                        for d in getattr(node, "decorator_list", ()))
+        plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
         self.sig_probed.append(set())
         if isinstance(body, list):
@@ -623,7 +613,7 @@ class _FileScanner:
             if star:
                 self.record(e, star, "attribute")
         else:
-            for child in _children(e):
+            for child in child_nodes(e):
                 self.expr(child)
 
     def comprehension(self, e) -> None:
@@ -791,20 +781,15 @@ def _spec_keywords(spec: ast.Call) -> tuple | None:
 def _methods(node: ast.ClassDef) -> dict:
     """name -> signature of the plain methods a class body defines."""
     return {i.name: signature(i.args) for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not any((dotted(d) or "").split(".")[-1] in ("staticmethod", "classmethod", "property")
-                        for d in i.decorator_list)}
+            and not _decorated(i, _NOT_PLAIN)}
 
 
-def _children(node) -> list:
-    """``ast.iter_child_nodes(node)`` as a list, without its generators (the scan's most frequent step)."""
-    out = []
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            out.append(value)
-        elif type(value) is list:
-            out.extend(item for item in value if isinstance(item, ast.AST))
-    return out
+_NOT_PLAIN = ("staticmethod", "classmethod", "property")  # decorators after which a method is no plain method
+
+
+def _decorated(node, names: tuple) -> bool:
+    """A decorator of ``node`` (a def; a lambda has none) is one of ``names`` (by its last dotted part)."""
+    return any((dotted(d) or "").split(".")[-1] in names for d in getattr(node, "decorator_list", ()))
 
 
 def _calls_super(method) -> bool:
