@@ -21,8 +21,11 @@ from ....errors import CandidateError, CompatError
 from . import guards as g
 from .instances import held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, base_names, megatron_subclass_names,
+                              resolve_project_instances)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
+from .splats import dict_keys
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -31,7 +34,6 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
-BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 SELF_ATTRIBUTE = "self attribute"  # ``self.X`` that only a megatron base class can have set
 SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
 
@@ -111,6 +113,7 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
+        self.dicts: dict[int, dict] = {}  # id(a scope) -> its names that hold a dict with known keys (splats.py)
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
                         for a in s.names}
@@ -135,9 +138,16 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
-        self.spelled = spelling.lines(words=self.bound[0], anywhere=("megatron", "import", "submodules")) \
+        # a function that names a project class may hold an instance of a project subclass of a megatron class
+        classlike = {name for name in (*self.origins, *self.classes) if name[:1].isupper()}
+        self.spelled = spelling.lines(words=self.bound[0] | classlike, anywhere=("megatron", "import", "submodules")) \
             if spelling is not None else None
-        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus)
+        for name, node in top.items():  # what project_classes.py needs to type instances of project subclasses
+            self.classes[name][MEGATRON_BASES] = tuple(self.paths(b) for b in node.bases)
+            self.classes[name][MEMBERS] = frozenset(_own_attributes(node))
+        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
+                                                             self.project_class)
+        self.dicts[id(self.scopes[0])] = dict_keys(tree.body, None, self.walrus)
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -507,6 +517,13 @@ class _FileScanner:
                 return self.instances.get(id(scope), {}).get(name)
         return None
 
+    def dict_keys_of(self, name: str) -> tuple:
+        """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
+        for scope in self.visible():
+            if name in scope:
+                return self.dicts.get(id(scope), {}).get(name, ())
+        return ()
+
     def instance_member(self, e) -> tuple | None:
         """``w.attr`` or ``self.x.attr`` off a held megatron instance: (``Class.attr`` for each class it may be,
         the ``via`` of its use)."""
@@ -521,7 +538,8 @@ class _FileScanner:
 
     def quiet(self, node) -> bool:
         """A function that spells no name bound to megatron (in the module: no enclosing function binds one), no
-        ``megatron``, no ``import`` and no ``submodules`` (a spec edit), outside any class with a megatron base or
+        capitalised name of a project class it may hold (project_classes.py), no ``megatron``, no ``import`` and no
+        ``submodules`` (a spec edit), outside any class with a megatron base or
         an ``__init__`` that keeps a megatron instance on ``self``, in a file without megatron star imports: nothing
         in it can be a use, so it is not walked. A new kind of use that needs none of these (say,
         a megatron object kept on ``self`` in another method) must make this False where it can occur, with its case
@@ -545,7 +563,9 @@ class _FileScanner:
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
-            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
+            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus,
+                                                                  self.project_class)
+            self.dicts[id(self.scopes[-1])] = dict_keys(body, args, self.walrus)
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
         self.sig_probed.append(set())
@@ -556,6 +576,7 @@ class _FileScanner:
         self.sig_probed.pop()
         self.local_defs.pop(id(self.scopes[-1]), None)
         self.instances.pop(id(self.scopes[-1]), None)
+        self.dicts.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
         self.leave()
         self.self_names.pop()
@@ -733,9 +754,13 @@ class _FileScanner:
 
     def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
         starred = any(isinstance(a, ast.Starred) for a in e.args)
-        named = [k for k in e.keywords if k.arg]
-        self.record(e, target, "call", keywords=tuple(k.arg for k in named),
-                    keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
+        named = [(k.arg, getattr(k, "lineno", e.lineno)) for k in e.keywords if k.arg]
+        for k in e.keywords:  # ``**d`` of a dict this scope builds with literal keys: those keys are keywords too
+            if k.arg is None and isinstance(k.value, ast.Name):
+                named += [(key, line) for key, line in self.dict_keys_of(k.value.id)
+                          if key not in {n for n, _ in named}]
+        self.record(e, target, "call", keywords=tuple(n for n, _ in named),
+                    keyword_lines=tuple(line for _, line in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via, callables=self.callables(e) if not starred else ())
 
@@ -1048,6 +1073,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
+    subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
 
     def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
@@ -1076,6 +1102,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if data is None:
             continue
         scan.files += 1
+        if b"class" in data:
+            subclassed |= base_names(data)
         imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
         if imported:
             importers[rel] = (data, imported)
@@ -1091,6 +1119,14 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         changed = now
         if not changed:
             break
+    for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class
+        subclasses = megatron_subclass_names(scan.classes)
+        more = [(rel, data) for rel, (data, _imported) in importers.items()
+                if rel not in per_file and rel not in unparsed and any(name.encode() in data for name in subclasses)]
+        for rel, data in more:
+            scan_one(rel, data, exports)
+        if not more:
+            break
     for rel, _path in files:
         done = per_file.get(rel)
         if done is not None and done.uses:
@@ -1098,6 +1134,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
+    scan.uses = resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed)
     store.save()
     return scan
 
