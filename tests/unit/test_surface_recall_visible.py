@@ -19,6 +19,7 @@ def test_a_symbol_in_a_package_the_wheel_lacks_is_not_visible(tmp_path):
     override = "megatron.training.get_model(vp_stage=)->model_provider"
     assert not gate.ships("0.13.0", override) and gate.ships("0.17.0", override)
     assert gate.ships("0.13.0", "megatron.core.transformer.gone_module.Name")  # a removed module: the gate sees it
+    assert gate.ships("0.13.0", "SelfAttention.forward(rotary_pos_cos_sin=)")  # no package named: not decided
 
 
 def test_recall_keeps_both_figures():
