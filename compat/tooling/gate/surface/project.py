@@ -19,6 +19,7 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
+from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .instances import held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, base_names, megatron_subclass_names,
@@ -114,6 +115,8 @@ class _FileScanner:
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.dicts: dict[int, dict] = {}  # id(a scope) -> its names that hold a dict with known keys (splats.py)
+        self.forwarded: dict = {}  # functions that pass their **kwargs on to a megatron callee (forwarding.py)
+        self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
                         for a in s.names}
@@ -517,6 +520,34 @@ class _FileScanner:
                 return self.instances.get(id(scope), {}).get(name)
         return None
 
+    def frame(self, node, body, plain: bool) -> Frame:
+        """A module-level function, or a plain method of a top-level class: its key, ``**`` parameter, the dicts
+        its body fills from that parameter, and (a method) the name of ``self`` and its class's key."""
+        top = len(self.scopes) == 2 or (len(self.scopes) == 3 and self.class_scope[1])
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or self.frames or not top:
+            return Frame()
+        owner = f"{self.module}.{self.class_names[-1]}" if len(self.scopes) == 3 else None
+        kwarg = node.args.kwarg.arg if node.args.kwarg else None
+        carriers = {kwarg} | {s.value.func.value.id for s in body if isinstance(s, ast.Expr) and kwarg
+                              and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                              and s.value.func.attr == "update" and isinstance(s.value.func.value, ast.Name)
+                              and len(s.value.args) == 1 and isinstance(s.value.args[0], ast.Name)
+                              and s.value.args[0].id == kwarg} if kwarg else set()
+        self_name = node.args.args[0].arg if owner and plain and node.args.args else None
+        return Frame(f"{owner or self.module}.{node.name}", signature(node.args), frozenset(carriers), self_name,
+                     owner)
+
+    def project_callee(self, func) -> str | None:
+        """The key of the project function (or ``self.method``) a call names, for forwarding.py."""
+        frame = self.frames[-1] if self.frames else Frame()
+        if isinstance(func, ast.Name) and not any(func.id in scope for scope in self.visible()
+                                                  if scope is not self.scopes[0]) and not self.lookup(func.id):
+            return f"{self.module}.{func.id}" if self.defs.get(func.id) else self.origins.get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and frame.self_name \
+                and func.value.id == frame.self_name and self.lookup(frame.self_name) is None:
+            return f"{frame.owner}.{func.attr}"
+        return None
+
     def dict_keys_of(self, name: str) -> tuple:
         """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
         for scope in self.visible():
@@ -567,6 +598,7 @@ class _FileScanner:
                                                                   self.project_class)
             self.dicts[id(self.scopes[-1])] = dict_keys(body, args, self.walrus)
         plain = not _decorated(node, ("staticmethod", "classmethod"))
+        self.frames.append(self.frame(node, body, plain))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
         self.sig_probed.append(set())
         if isinstance(body, list):
@@ -578,6 +610,7 @@ class _FileScanner:
         self.instances.pop(id(self.scopes[-1]), None)
         self.dicts.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
+        self.frames.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -689,6 +722,11 @@ class _FileScanner:
         if target or held:
             self._record_call(e, *((target, "") if target else held))
         else:
+            callee = self.project_callee(e.func) if any(k.arg for k in e.keywords) else None
+            if callee:
+                named = [k for k in e.keywords if k.arg]
+                self.uses.append(Use(self.path, e.lineno, callee, "call", tuple(self.guards), keywords=tuple(
+                    k.arg for k in named), keyword_lines=tuple(k.lineno for k in named), via=PROJECT_CALL))
             self.expr(e.func)
         for a in args:
             self.expr(a)
@@ -754,6 +792,10 @@ class _FileScanner:
 
     def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
         starred = any(isinstance(a, ast.Starred) for a in e.args)
+        frame = self.frames[-1] if len(self.frames) == 1 else Frame()
+        if frame.key and not via and not self.guards and any(
+                k.arg is None and isinstance(k.value, ast.Name) and k.value.id in frame.carriers for k in e.keywords):
+            add_forwarder(self.forwarded, frame.key, target, frame.sig)
         named = [(k.arg, getattr(k, "lineno", e.lineno)) for k in e.keywords if k.arg]
         for k in e.keywords:  # ``**d`` of a dict this scope builds with literal keys: those keys are keywords too
             if k.arg is None and isinstance(k.value, ast.Name):
@@ -779,6 +821,15 @@ class _FileScanner:
                 defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
                 return defs.get(name) or ""
         return self.defs.get(name) or ""
+
+
+@dataclass(frozen=True)
+class Frame:
+    key: str | None = None  # module.function or module.Class.method (None: a nested function, a lambda)
+    sig: str = ""
+    carriers: frozenset = frozenset()  # its ** parameter and the dicts ``d.update(kwargs)`` fills from it
+    self_name: str | None = None
+    owner: str | None = None  # module.Class of a method
 
 
 def _keyword(call: ast.Call, name: str, position: int):
@@ -1074,6 +1125,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
+    forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
     def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
@@ -1119,8 +1171,11 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         changed = now
         if not changed:
             break
-    for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class
-        subclasses = megatron_subclass_names(scan.classes)
+    for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
+        # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
+        subclasses = megatron_subclass_names(scan.classes) | {
+            key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
+            if key.rsplit(".", 1)[0] in scan.classes}
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed and any(name.encode() in data for name in subclasses)]
         for rel, data in more:
@@ -1134,7 +1189,13 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
-    scan.uses = resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed)
+            for key, entry in done.forwarded.items():
+                if entry is AMBIGUOUS:
+                    forwards[key] = AMBIGUOUS
+                else:
+                    add_forwarder(forwards, key, *entry)
+    scan.uses = resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
+                                      forwards, scan.classes)
     store.save()
     return scan
 
@@ -1147,6 +1208,6 @@ def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCach
         return found
     scanner = _scan(data, rel, own, exports)
     result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes)
+                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded)
     store.put(key, result)
     return result
