@@ -78,8 +78,8 @@ def test_a_keyword_through_kwargs_is_checked_against_the_megatron_callee(tmp_pat
     report = surface_gate(str(wheels[version]), project)
     got = {(f.path, f.line, f.kind, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
     # num_layers is required and never given at the call sites: not reported (the forwarder may add it); key= and
-    # prefix= are the forwarders' own; a forwarding call under a guard (the try), or two different callees, forward nothing; a
-    # parameter named like the function is not it
+    # prefix= are the forwarders' own; a forwarding call under a guard (the try), or two different callees, forward
+    # nothing; a parameter named like the function is not it
     expected = set() if version == "0.3.0" else {
         ("proj/models.py", 8, c.UNEXPECTED_KEYWORD, "TransformerConfig(async_allreduce=)"),
         ("proj/models.py", 13, c.UNEXPECTED_KEYWORD, "TransformerConfig(async_allreduce=)")}

@@ -22,7 +22,7 @@ from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .instances import held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
-from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, base_names, megatron_subclass_names,
+from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
@@ -114,7 +114,7 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
-        self.dicts: dict[int, dict] = {}  # id(a scope) -> its names that hold a dict with known keys (splats.py)
+        self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
         self.forwarded: dict = {}  # functions that pass their **kwargs on to a megatron callee (forwarding.py)
         self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
@@ -146,11 +146,13 @@ class _FileScanner:
         self.spelled = spelling.lines(words=self.bound[0] | classlike, anywhere=("megatron", "import", "submodules")) \
             if spelling is not None else None
         for name, node in top.items():  # what project_classes.py needs to type instances of project subclasses
-            self.classes[name][MEGATRON_BASES] = tuple(self.paths(b) for b in node.bases)
-            self.classes[name][MEMBERS] = frozenset(_own_attributes(node))
+            entry = self.classes[name]
+            entry[MEGATRON_BASES] = tuple(self.paths(b) for b in node.bases)
+            closed = node.bases and all(p or m for p, m in zip(entry[BASES], entry[MEGATRON_BASES]))
+            entry[MEMBERS] = frozenset(_own_attributes(node)) if closed else OPEN  # an open class: never read
         self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
                                                              self.project_class)
-        self.dicts[id(self.scopes[0])] = dict_keys(tree.body, None, self.walrus)
+        self.dicts[id(self.scopes[0])] = (tree.body, None)
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -552,7 +554,10 @@ class _FileScanner:
         """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
         for scope in self.visible():
             if name in scope:
-                return self.dicts.get(id(scope), {}).get(name, ())
+                known = self.dicts.get(id(scope))
+                if isinstance(known, tuple):
+                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus)
+                return (known or {}).get(name, ())
         return ()
 
     def instance_member(self, e) -> tuple | None:
@@ -596,7 +601,7 @@ class _FileScanner:
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus,
                                                                   self.project_class)
-            self.dicts[id(self.scopes[-1])] = dict_keys(body, args, self.walrus)
+            self.dicts[id(self.scopes[-1])] = (body, args)  # read with dict_keys on a ``**name`` call only
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.frames.append(self.frame(node, body, plain))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)

@@ -22,6 +22,7 @@ from .instances import INSTANCE, PROJECT_CLASS
 BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
 MEMBERS = " members"  # every name the class body defines or stores on any object ("*": a computed setattr)
+OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
 _OPEN = {"*", "__getattr__", "__getattribute__"}
 _MAX_CHAIN = 16  # project classes followed up one chain
 _CLASS_LINE = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
