@@ -20,7 +20,7 @@ from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
-from .instances import held_attributes, held_path, scope_instances, walrus_in
+from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
@@ -1190,7 +1190,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     for rel, _path in files:
         done = per_file.get(rel)
         if done is not None and done.uses:
-            scan.megatron_files += 1
+            # uses of project classes and functions alone do not make a file one that uses megatron
+            scan.megatron_files += any(u.via not in (PROJECT_CLASS, PROJECT_CALL) for u in done.uses)
             scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
