@@ -575,9 +575,9 @@ class _FileScanner:
     def quiet(self, node) -> bool:
         """A function that spells no name bound to megatron (in the module: no enclosing function binds one), no
         capitalised name of a project class it may hold (project_classes.py), no ``megatron``, no ``import`` and no
-        ``submodules`` (a spec edit), outside any class with a megatron base or
-        an ``__init__`` that keeps a megatron instance on ``self``, in a file without megatron star imports: nothing
-        in it can be a use, so it is not walked. A new kind of use that needs none of these (say,
+        ``submodules`` (a spec edit), outside any class with a megatron base or an ``__init__`` that keeps a
+        megatron instance on ``self``, in a file without megatron star imports: nothing in it can be a use, so it
+        is not walked. A new kind of use that needs none of these (say,
         a megatron object kept on ``self`` in another method) must make this False where it can occur, with its case
         in tests/unit/test_surface_speed.py's CASES (the prefilters against the full walk)."""
         if self.spelled is None or self.stars or (self.bases and self.bases[-1]) or (self.held and self.held[-1]):
