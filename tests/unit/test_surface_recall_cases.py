@@ -128,6 +128,9 @@ class FakeGate:
     def span(self, repo, rev, path, line):
         return line, line
 
+    def ships(self, version, symbol):
+        return True
+
 
 @pytest.mark.parametrize("before, after, verdict, at_fix", [
     ([finding()], [], "FOUND", "gone"),

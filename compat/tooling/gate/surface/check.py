@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass, field
 from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
+from .forwarding import PROJECT_CALL
 from .lookup import OPAQUE, Surface, Target
 from .model import PARAMS, VARARGS, VARKW
-from .instances import ANNOTATED, INSTANCE
+from .instances import ANNOTATED, INSTANCE, PROJECT_CLASS
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
@@ -237,6 +238,8 @@ def check(scan, surface: Surface) -> list[Finding]:
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
         if use.how in ("override", "spec") or use.via == SELF_ATTRIBUTE:
             continue  # the class contract: overrides.py
+        if use.via in (PROJECT_CLASS, PROJECT_CALL):
+            continue  # a project class scan_project did not turn into its megatron bases (one file's scan)
         if _assigned_by_project(use.name, assigned):
             continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)

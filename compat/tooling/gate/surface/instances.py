@@ -9,6 +9,9 @@ Precision over recall: a name holds an instance only where its type cannot be an
 - a parameter annotated with a megatron name (``def f(m: GPTModel)``) that its function never rebinds: it may
   hold a subclass (``TransformerConfig`` subclasses add fields), so only calls of members the class has are
   checked (``via=ANNOTATED``), never a missing member;
+- a parameter annotated with a project class, or ``w = P(...)`` of one (``via=PROJECT_CLASS``, the name before
+  the last dot is the project class): scan_project decides once every file is read whether ``P`` is a leaf
+  subclass of megatron classes (project_classes.py) and turns the use into one of those classes or drops it;
 - ``self.x = X(...)`` in a class's ``__init__`` where no statement in the class stores ``x`` on any object
   again (an assignment, loop or ``with`` target, ``del``, a ``setattr`` statement; a ``setattr`` with a computed
   name: nothing is held).
@@ -25,11 +28,13 @@ from .model import dotted, init_method, statements
 
 INSTANCE = "instance of a megatron class"  # a Use's ``via``: the name before the last dot is the class
 ANNOTATED = "annotated as a megatron class"  # the same for a parameter: it may hold a subclass, which may add members
+PROJECT_CLASS = "instance of a project class"  # until scan_project resolves it: the name before the last dot is it
 
 Resolve = Callable[[ast.AST], "tuple | None"]  # an expression -> the megatron paths it denotes (or None)
+ProjectClass = Callable[[ast.AST], "str | None"]  # an expression -> the ``module.Class`` of a project class (or None)
 
 
-def _bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter:
+def bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter:
     """How often each name is bound in one scope: assignment, loop, ``with`` and ``del`` targets, imports, defs,
     handlers, match captures, parameters and walrus targets; ``global``/``nonlocal`` names count as bound elsewhere
     too. Statements are read, and only the expressions that may bind (targets; with ``walrus``, any expression)."""
@@ -99,9 +104,17 @@ def _constructed(value, resolve: Resolve) -> tuple | None:
     return None
 
 
-def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True) -> dict:
+def _of_project_class(node, project: ProjectClass | None) -> tuple | None:
+    """``(("module.Class",), PROJECT_CLASS)`` when ``node`` names a project class."""
+    origin = project(node) if project is not None and node is not None and dotted(node) else None
+    return ((origin,), PROJECT_CLASS) if origin else None
+
+
+def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True,
+                    project: ProjectClass | None = None) -> dict:
     """name -> (megatron class paths, the ``via`` of its uses), for the names of one scope (a function or module
-    body) that hold an instance and nothing else (``walrus``: the source has ``:=``, which may bind anywhere)."""
+    body) that hold an instance and nothing else (``walrus``: the source has ``:=``, which may bind anywhere);
+    with ``project``, also the names that hold an instance of a project class (``via=PROJECT_CLASS``)."""
     found: dict[str, tuple] = {}
     params = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
     for arg in params:
@@ -109,6 +122,8 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
             paths = resolve(arg.annotation)
             if paths:
                 found[arg.arg] = paths, ANNOTATED
+            elif (own := _of_project_class(arg.annotation, project)) is not None:
+                found[arg.arg] = own
     for stmt in statements(body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name, value = stmt.targets[0].id, stmt.value
@@ -119,9 +134,11 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
         paths = _constructed(value, resolve)
         if paths:
             found[name] = paths, INSTANCE
+        elif isinstance(value, ast.Call) and (own := _of_project_class(value.func, project)) is not None:
+            found[name] = own
     if not found:
         return {}
-    counts = _bound_names(body, args, walrus)
+    counts = bound_names(body, args, walrus)
     return {name: paths for name, paths in found.items() if counts[name] == 1}
 
 

@@ -19,10 +19,14 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .instances import held_attributes, held_path, scope_instances, walrus_in
+from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
+from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
+                              resolve_project_instances)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
+from .splats import dict_keys
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -31,7 +35,6 @@ SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox
              "site-packages", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
-BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 SELF_ATTRIBUTE = "self attribute"  # ``self.X`` that only a megatron base class can have set
 SUPER_AFTER = "super(Base).__init__"  # the call goes to the class after the named one in its MRO
 
@@ -111,6 +114,9 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
+        self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
+        self.forwarded: dict = {}  # functions that pass their **kwargs on to a megatron callee (forwarding.py)
+        self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
                         for a in s.names}
@@ -135,9 +141,18 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
-        self.spelled = spelling.lines(words=self.bound[0], anywhere=("megatron", "import", "submodules")) \
+        # a function that names a project class may hold an instance of a project subclass of a megatron class
+        classlike = {name for name in (*self.origins, *self.classes) if name[:1].isupper()}
+        self.spelled = spelling.lines(words=self.bound[0] | classlike, anywhere=("megatron", "import", "submodules")) \
             if spelling is not None else None
-        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus)
+        for name, node in top.items():  # what project_classes.py needs to type instances of project subclasses
+            entry = self.classes[name]
+            entry[MEGATRON_BASES] = tuple(self.paths(b) for b in node.bases)
+            closed = node.bases and all(p or m for p, m in zip(entry[BASES], entry[MEGATRON_BASES]))
+            entry[MEMBERS] = frozenset(_own_attributes(node)) if closed else OPEN  # an open class: never read
+        self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
+                                                             self.project_class)
+        self.dicts[id(self.scopes[0])] = (tree.body, None)
         self.block(tree.body)
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
@@ -507,6 +522,44 @@ class _FileScanner:
                 return self.instances.get(id(scope), {}).get(name)
         return None
 
+    def frame(self, node, body, plain: bool) -> Frame:
+        """A module-level function, or a plain method of a top-level class: its key, ``**`` parameter, the dicts
+        its body fills from that parameter, and (a method) the name of ``self`` and its class's key."""
+        top = len(self.scopes) == 2 or (len(self.scopes) == 3 and self.class_scope[1])
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or self.frames or not top:
+            return Frame()
+        owner = f"{self.module}.{self.class_names[-1]}" if len(self.scopes) == 3 else None
+        kwarg = node.args.kwarg.arg if node.args.kwarg else None
+        carriers = {kwarg} | {s.value.func.value.id for s in body if isinstance(s, ast.Expr) and kwarg
+                              and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+                              and s.value.func.attr == "update" and isinstance(s.value.func.value, ast.Name)
+                              and len(s.value.args) == 1 and isinstance(s.value.args[0], ast.Name)
+                              and s.value.args[0].id == kwarg} if kwarg else set()
+        self_name = node.args.args[0].arg if owner and plain and node.args.args else None
+        return Frame(f"{owner or self.module}.{node.name}", signature(node.args), frozenset(carriers), self_name,
+                     owner)
+
+    def project_callee(self, func) -> str | None:
+        """The key of the project function (or ``self.method``) a call names, for forwarding.py."""
+        frame = self.frames[-1] if self.frames else Frame()
+        if isinstance(func, ast.Name) and not any(func.id in scope for scope in self.visible()
+                                                  if scope is not self.scopes[0]) and not self.lookup(func.id):
+            return f"{self.module}.{func.id}" if self.defs.get(func.id) else self.origins.get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and frame.self_name \
+                and func.value.id == frame.self_name and self.lookup(frame.self_name) is None:
+            return f"{frame.owner}.{func.attr}"
+        return None
+
+    def dict_keys_of(self, name: str) -> tuple:
+        """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
+        for scope in self.visible():
+            if name in scope:
+                known = self.dicts.get(id(scope))
+                if isinstance(known, tuple):
+                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus)
+                return (known or {}).get(name, ())
+        return ()
+
     def instance_member(self, e) -> tuple | None:
         """``w.attr`` or ``self.x.attr`` off a held megatron instance: (``Class.attr`` for each class it may be,
         the ``via`` of its use)."""
@@ -521,9 +574,10 @@ class _FileScanner:
 
     def quiet(self, node) -> bool:
         """A function that spells no name bound to megatron (in the module: no enclosing function binds one), no
-        ``megatron``, no ``import`` and no ``submodules`` (a spec edit), outside any class with a megatron base or
-        an ``__init__`` that keeps a megatron instance on ``self``, in a file without megatron star imports: nothing
-        in it can be a use, so it is not walked. A new kind of use that needs none of these (say,
+        capitalised name of a project class it may hold (project_classes.py), no ``megatron``, no ``import`` and no
+        ``submodules`` (a spec edit), outside any class with a megatron base or an ``__init__`` that keeps a
+        megatron instance on ``self``, in a file without megatron star imports: nothing in it can be a use, so it
+        is not walked. A new kind of use that needs none of these (say,
         a megatron object kept on ``self`` in another method) must make this False where it can occur, with its case
         in tests/unit/test_surface_speed.py's CASES (the prefilters against the full walk)."""
         if self.spelled is None or self.stars or (self.bases and self.bases[-1]) or (self.held and self.held[-1]):
@@ -545,8 +599,11 @@ class _FileScanner:
         self.enter(self._bindings(body if isinstance(body, list) else [ast.Expr(body)], params))
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
-            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
+            self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus,
+                                                                  self.project_class)
+            self.dicts[id(self.scopes[-1])] = (body, args)  # read with dict_keys on a ``**name`` call only
         plain = not _decorated(node, ("staticmethod", "classmethod"))
+        self.frames.append(self.frame(node, body, plain))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
         self.sig_probed.append(set())
         if isinstance(body, list):
@@ -556,7 +613,9 @@ class _FileScanner:
         self.sig_probed.pop()
         self.local_defs.pop(id(self.scopes[-1]), None)
         self.instances.pop(id(self.scopes[-1]), None)
+        self.dicts.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
+        self.frames.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -668,6 +727,11 @@ class _FileScanner:
         if target or held:
             self._record_call(e, *((target, "") if target else held))
         else:
+            callee = self.project_callee(e.func) if any(k.arg for k in e.keywords) else None
+            if callee:
+                named = [k for k in e.keywords if k.arg]
+                self.uses.append(Use(self.path, e.lineno, callee, "call", tuple(self.guards), keywords=tuple(
+                    k.arg for k in named), keyword_lines=tuple(k.lineno for k in named), via=PROJECT_CALL))
             self.expr(e.func)
         for a in args:
             self.expr(a)
@@ -733,9 +797,17 @@ class _FileScanner:
 
     def _record_call(self, e: ast.Call, target: tuple, via: str = "") -> None:
         starred = any(isinstance(a, ast.Starred) for a in e.args)
-        named = [k for k in e.keywords if k.arg]
-        self.record(e, target, "call", keywords=tuple(k.arg for k in named),
-                    keyword_lines=tuple(getattr(k, "lineno", e.lineno) for k in named),
+        frame = self.frames[-1] if len(self.frames) == 1 else Frame()
+        if frame.key and not via and not self.guards and any(
+                k.arg is None and isinstance(k.value, ast.Name) and k.value.id in frame.carriers for k in e.keywords):
+            add_forwarder(self.forwarded, frame.key, target, frame.sig)
+        named = [(k.arg, getattr(k, "lineno", e.lineno)) for k in e.keywords if k.arg]
+        for k in e.keywords:  # ``**d`` of a dict this scope builds with literal keys: those keys are keywords too
+            if k.arg is None and isinstance(k.value, ast.Name):
+                named += [(key, line) for key, line in self.dict_keys_of(k.value.id)
+                          if key not in {n for n, _ in named}]
+        self.record(e, target, "call", keywords=tuple(n for n, _ in named),
+                    keyword_lines=tuple(line for _, line in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via, callables=self.callables(e) if not starred else ())
 
@@ -754,6 +826,15 @@ class _FileScanner:
                 defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
                 return defs.get(name) or ""
         return self.defs.get(name) or ""
+
+
+@dataclass(frozen=True)
+class Frame:
+    key: str | None = None  # module.function or module.Class.method (None: a nested function, a lambda)
+    sig: str = ""
+    carriers: frozenset = frozenset()  # its ** parameter and the dicts ``d.update(kwargs)`` fills from it
+    self_name: str | None = None
+    owner: str | None = None  # module.Class of a method
 
 
 def _keyword(call: ast.Call, name: str, position: int):
@@ -1048,6 +1129,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
     total = 0
+    subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
+    forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
     def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
@@ -1076,6 +1159,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if data is None:
             continue
         scan.files += 1
+        if b"class" in data:
+            subclassed |= base_names(data)
         imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
         if imported:
             importers[rel] = (data, imported)
@@ -1091,13 +1176,32 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         changed = now
         if not changed:
             break
+    for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
+        # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
+        subclasses = megatron_subclass_names(scan.classes) | {
+            key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
+            if key.rsplit(".", 1)[0] in scan.classes}
+        more = [(rel, data) for rel, (data, _imported) in importers.items()
+                if rel not in per_file and rel not in unparsed and any(name.encode() in data for name in subclasses)]
+        for rel, data in more:
+            scan_one(rel, data, exports)
+        if not more:
+            break
     for rel, _path in files:
         done = per_file.get(rel)
         if done is not None and done.uses:
-            scan.megatron_files += 1
+            # uses of project classes and functions alone do not make a file one that uses megatron
+            scan.megatron_files += any(u.via not in (PROJECT_CLASS, PROJECT_CALL) for u in done.uses)
             scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
+            for key, entry in done.forwarded.items():
+                if entry is AMBIGUOUS:
+                    forwards[key] = AMBIGUOUS
+                else:
+                    add_forwarder(forwards, key, *entry)
+    scan.uses = resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
+                                      forwards, scan.classes)
     store.save()
     return scan
 
@@ -1110,6 +1214,6 @@ def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCach
         return found
     scanner = _scan(data, rel, own, exports)
     result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes)
+                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded)
     store.put(key, result)
     return result

@@ -42,6 +42,7 @@ class FileScan:
     asked: frozenset
     view: tuple = ()
     classes: dict = field(default_factory=dict)  # its top-level classes: name -> {method: signature, BASES: ...}
+    forwarded: dict = field(default_factory=dict)  # forwarding.py: functions passing **kwargs on to megatron
 
 
 def view_of(asked, exports: dict) -> tuple:

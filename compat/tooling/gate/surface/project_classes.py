@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Instances of a project's own subclasses of megatron classes (``def f(config: MegatronModelConfig)`` with
+``class MegatronModelConfig(TransformerConfig)`` in another file): their members are the project class's own plus
+the megatron bases', so ``config.x`` that neither has fails on the candidate.
+
+A file's scan records such reads with ``via=PROJECT_CLASS`` under the project class's name; once every file is
+read, ``resolve_project_instances`` turns each into a use of the megatron bases (``via=INSTANCE``: a missing member
+is a finding) or drops it. It is dropped unless the class's type is closed: every base, up the project chain, is a
+project class or a megatron class; no class anywhere in the project (any ``class X(...P...)`` line, scanned or
+not) names the class as a base, so no subclass may add the member; nothing in the chain defines
+``__getattr__``/``__getattribute__`` or calls ``setattr`` with a computed name; and the member is neither defined
+nor stored by the chain (its own attributes, fields, methods, anything it stores on any object) nor stored on
+such an instance anywhere in the project.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .instances import INSTANCE, PROJECT_CLASS
+
+BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
+MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
+MEMBERS = " members"  # every name the class body defines or stores on any object ("*": a computed setattr)
+OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
+_OPEN = {"*", "__getattr__", "__getattribute__"}
+_MAX_CHAIN = 16  # project classes followed up one chain
+_CLASS_LINE = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+
+
+def base_names(data: bytes) -> set[str]:
+    """The last dotted part of every name written in the bases of a ``class`` line of one file's bytes."""
+    names: set[str] = set()
+    for match in _CLASS_LINE.finditer(data):
+        for part in match.group(1).split(b","):
+            word = part.strip().split(b"=")[-1].strip().split(b".")[-1]
+            if word:
+                names.add(word.decode("ascii", "replace"))
+    return names
+
+
+def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tuple, frozenset] | None:
+    """(the megatron paths of every megatron base up the chain, every member the project chain has) for a project
+    class no other class subclasses and whose every base is known; None when the class may hold more members."""
+    if origin.rpartition(".")[2] in subclassed:
+        return None
+    megatron: list[str] = []
+    members: set[str] = set()
+    todo, seen = [origin], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        entry = classes.get(current)
+        if entry is None or len(seen) > _MAX_CHAIN:
+            return None
+        members |= entry[MEMBERS]
+        for project_base, megatron_base in zip(entry[BASES], entry[MEGATRON_BASES]):
+            if megatron_base:
+                megatron.extend(megatron_base)
+            elif project_base:
+                todo.append(project_base)
+            else:
+                return None  # a base neither the project's nor megatron's (a torch class, a mixin): open
+    if not megatron or members & _OPEN:
+        return None
+    return tuple(dict.fromkeys(megatron)), frozenset(members)
+
+
+def megatron_subclass_names(classes: dict) -> set[str]:
+    """The short names of the project classes with a megatron class somewhere up their project chain."""
+    found: set[str] = set()
+    while True:
+        more = {origin for origin, entry in classes.items() if origin not in found
+                and (any(entry[MEGATRON_BASES]) or any(b in found for b in entry[BASES] if b))}
+        if not more:
+            return {origin.rpartition(".")[2] for origin in found}
+        found |= more
+
+
+def resolve_project_instances(uses: list, classes: dict, sets: set, subclassed: set[str]) -> list:
+    """``uses`` with each ``via=PROJECT_CLASS`` use made a use of its class's megatron bases, or dropped."""
+    out, chains = [], {}
+    for use in uses:
+        if use.via != PROJECT_CLASS:
+            out.append(use)
+            continue
+        origin, _, member = use.name.rpartition(".")
+        if origin not in chains:
+            chains[origin] = closed_chain(origin, classes, subclassed)
+        chain = chains[origin]
+        if chain is None or member in chain[1] or f"{origin}.{member}" in sets:
+            continue
+        paths = [f"{p}.{member}" for p in chain[0]]
+        out.append(replace(use, name=paths[0], alternatives=tuple(paths[1:]), via=INSTANCE))
+    return out

@@ -1,0 +1,74 @@
+"""Keywords through a dict splat (issue 15, item 1's sibling): ``Callee(**d)`` where the same scope builds ``d``
+with literal keys checks those keys as keywords of the call; a dict that may hold more never makes the call look
+complete (no "missing required argument"), and keys set under a branch, removed, or of a rebound name do not count."""
+from __future__ import annotations
+
+import pytest
+
+from compat.tooling import refresh
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
+from test_surface import make_project, make_wheel
+
+CALLEE = """
+    class DatasetConfig:
+        def __init__(self, seed, {extra}sequence_length=1):
+            self.seed = seed
+    """
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {version: make_wheel(cache, version, {"megatron/core/__init__.py": "",
+                                                  "megatron/core/datasets.py": CALLEE.format(extra=extra)})
+             for version, extra in (("0.3.0", "renormalize=False, "), ("0.4.0", ""))}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    return paths
+
+
+PROJECT = """
+    from megatron.core.datasets import DatasetConfig
+    def literal(flag):
+        kwargs = {
+            "sequence_length": 4,
+            "renormalize": True,
+        }
+        return DatasetConfig(**kwargs)
+    def by_call_then_item(extra):
+        kwargs = dict(sequence_length=4)
+        kwargs["renormalize"] = True
+        kwargs.update(extra)
+        return DatasetConfig(**kwargs)
+    def under_a_branch(new):
+        kwargs = {"sequence_length": 4}
+        if new:
+            kwargs["renormalize"] = True
+        return DatasetConfig(seed=1, **kwargs)
+    def removed():
+        kwargs = {"renormalize": True, "seed": 1}
+        kwargs.pop("renormalize")
+        return DatasetConfig(**kwargs)
+    def rebound(other):
+        kwargs = {"renormalize": True}
+        kwargs = other
+        return DatasetConfig(**kwargs)
+    def shadowed(kwargs):
+        def inner():
+            return DatasetConfig(**kwargs)
+        kwargs = {"renormalize": True}
+        return inner
+    """
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_literal_keys_of_a_splatted_dict_are_keywords_and_the_call_never_looks_complete(tmp_path, wheels, version):
+    report = surface_gate(str(wheels[version]), make_project(tmp_path / "p", {"d.py": PROJECT}))
+    got = {(f.line, f.kind, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
+    # seed is required and in no literal: never reported (the dict may hold it); renormalize= exists on 0.3.0 only,
+    # and counts where it is set directly in the body (line 6, the key; line 11, the item), not under the branch
+    # (line 17), not after pop, not for a rebound name, and not from an enclosing scope's later binding
+    expected = set() if version == "0.3.0" else {(6, c.UNEXPECTED_KEYWORD, "DatasetConfig(renormalize=)"),
+                                                 (11, c.UNEXPECTED_KEYWORD, "DatasetConfig(renormalize=)")}
+    assert got == expected

@@ -1,0 +1,96 @@
+"""Keywords through a project function's ``**kwargs`` into a megatron call (issue 15 item 1, development miss
+mbridge_async_allreduce_kw's class): a keyword at a call of a project function or ``self.method`` that lands in
+the function's ``**kwargs``, which it passes on (directly, or through ``d.update(kwargs)`` and ``**d``) to a megatron
+callee, is checked against that callee; it never makes the call look complete."""
+from __future__ import annotations
+
+import pytest
+
+from compat.tooling import refresh
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
+from test_surface import make_project, make_wheel
+
+CONFIG = """
+    class ParallelConfig:
+        def __init__(self, size=1, **kwargs):
+            self.size = size
+    class TransformerConfig:
+        def __init__(self, num_layers, hidden_size=1, {extra}):
+            self.num_layers = num_layers
+    """
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {version: make_wheel(cache, version, {"megatron/core/__init__.py": "",
+                                                  "megatron/core/config.py": CONFIG.format(extra=extra)})
+             for version, extra in (("0.3.0", "async_allreduce=False"), ("0.4.0", "new_field=False"))}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    return paths
+
+
+BRIDGE = """
+    from megatron.core.config import TransformerConfig
+    def build(prefix=None, **kwargs):
+        return TransformerConfig(**kwargs)
+    class Bridge:
+        def _base(self, key=None, **kwargs):
+            base = {"num_layers": 2}
+            base.update(kwargs)
+            return TransformerConfig(**base)
+        def _guarded(self, **kwargs):
+            try:
+                return TransformerConfig(**kwargs)
+            except TypeError:
+                return None
+        def _two(self, **kwargs):
+            TransformerConfig(**kwargs)
+            return ParallelConfig(**kwargs)
+    from megatron.core.config import ParallelConfig
+    """
+# The call sites are in functions that name something of megatron: the scan walks only those (project.py's quiet
+# prefilter), and only files that say megatron.
+MODELS = """
+    from megatron.core.config import TransformerConfig
+    from proj.bridge import Bridge, build
+    class Qwen(Bridge):
+        def config(self):
+            return self._base(
+                key="text",
+                async_allreduce=True,
+            ), TransformerConfig
+        def other(self):
+            return self._guarded(async_allreduce=True), self._two(async_allreduce=True), TransformerConfig
+    def top():
+        return build(prefix="p", async_allreduce=True), TransformerConfig
+    def shadowed(build):
+        return build(async_allreduce=True), TransformerConfig
+    """
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_a_keyword_through_kwargs_is_checked_against_the_megatron_callee(tmp_path, wheels, version):
+    project = make_project(tmp_path / "p", {"proj/__init__.py": "", "proj/bridge.py": BRIDGE,
+                                            "proj/models.py": MODELS})
+    report = surface_gate(str(wheels[version]), project)
+    got = {(f.path, f.line, f.kind, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
+    # num_layers is required and never given at the call sites: not reported (the forwarder may add it); key= and
+    # prefix= are the forwarders' own; a forwarding call under a guard (the try), or two different callees, forward
+    # nothing; a parameter named like the function is not it
+    expected = set() if version == "0.3.0" else {
+        ("proj/models.py", 8, c.UNEXPECTED_KEYWORD, "TransformerConfig(async_allreduce=)"),
+        ("proj/models.py", 13, c.UNEXPECTED_KEYWORD, "TransformerConfig(async_allreduce=)")}
+    assert got == expected
+
+
+def test_a_method_a_project_subclass_redefines_forwards_nothing(tmp_path, wheels):
+    project = make_project(tmp_path / "p", {"proj/__init__.py": "", "proj/bridge.py": BRIDGE,
+                                            "proj/models.py": MODELS,
+                                            "proj/more.py": "from proj.bridge import Bridge\nclass Mine(Bridge):\n"
+                                                            "    def _base(self, **kwargs):\n        return None\n"})
+    report = surface_gate(str(wheels["0.4.0"]), project)
+    got = {(f.path, f.line) for f in report.findings if f.kind in c.BREAKING}
+    assert got == {("proj/models.py", 13)}
