@@ -12,7 +12,7 @@ from compat.tooling.archive import open_source
 from compat.tooling.gate.surface import cache as surface_cache
 from compat.tooling.gate.surface.lazy_model import LazyModel
 from compat.tooling.gate.surface.lookup import Surface
-from compat.tooling.gate.surface.model import build_model
+from compat.tooling.gate.surface.model import SPEC_BUILT, build_model
 from compat.tooling.gate.surface.release_gate import candidate_path
 from hostile_surface import wheel
 
@@ -72,7 +72,10 @@ def test_the_lazy_model_of_a_real_wheel_is_the_whole_model(version):
     surface = Surface(lazy)
     assert surface.resolve("megatron.core.parallel_state.get_data_parallel_rank").ok
     assert len(lazy.state()["modules"]) < len(lazy["modules"]) // 10  # most of the wheel was not read
-    _same_as_whole(path, lazy)
+    builders = sorted(q for q, entry in lazy["classes"].spelling("build_module") if entry.get(SPEC_BUILT))
+    assert len(lazy.state()["modules"]) < len(lazy["modules"]) // 2
+    whole = _same_as_whole(path, lazy)
+    assert builders and builders == sorted(q for q, entry in whole["classes"].items() if entry.get(SPEC_BUILT))
 
 
 def test_the_cache_stores_what_a_run_built_and_the_next_run_reads_it(tmp_path, monkeypatch):

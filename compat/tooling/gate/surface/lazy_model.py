@@ -20,8 +20,9 @@ from ....errors import CandidateError, CompatError
 from ...pysource import SourceBudget
 from .model import MODEL_FORMAT, SOURCE_FILE, apply_event, member_files, merge_class, module_events, packages_of
 
-LAZY = "lazy"  # the state's marker: {"order": [module], "todo": {module: [[step, file, seq], ...]},
-# "modules": {module: entry}, "defined": {module: [[seq, {qual: class entry}], ...]}} (see LazyModel.state)
+LAZY = "lazy"  # the state's marker: {"order": [module], "steps": {module: [[step, file, seq], ...]},
+# "modules": {module: entry} (those built), "defined": {module: [[seq, {qual: class entry}], ...]},
+# "spelled": {word: [module, ...]}} (see LazyModel.state)
 _ABOUT = ("format", "sha256", "version", "label", "kind", "packages")
 
 
@@ -29,10 +30,10 @@ class LazyModel(dict):
     """A model (``model.py``'s keys) whose ``modules`` and ``classes`` are built on first read. ``open_source``:
     a callable that opens the archive the first time a file must be read."""
 
-    def __init__(self, about: dict, order: list, todo: dict, modules: dict, defined: dict, unparsed: list,
-                 open_source):
+    def __init__(self, about: dict, order: list, steps: dict, modules: dict, defined: dict, spelled: dict,
+                 unparsed: list, open_source):
         super().__init__({k: about.get(k) for k in _ABOUT})
-        self._order, self._todo, self._built, self._defined = order, todo, modules, defined
+        self._order, self._steps, self._built, self._defined, self._spelled = order, steps, modules, defined, spelled
         self._names = set(order)
         self._open_source, self._source, self._root, self._budget = open_source, None, "", SourceBudget()
         self.changed = False
@@ -44,14 +45,12 @@ class LazyModel(dict):
     def plan(cls, source, *, sha256: str | None, version: str | None, open_source) -> LazyModel:
         """A model of ``source`` with nothing parsed yet (its file list read)."""
         root, files = member_files(source)
-        order: dict = {}
-        todo: dict = {}
+        steps: dict = {}
         for seq, (module, step, rel) in enumerate(module_events(files)):
-            order.setdefault(module, None)
-            todo.setdefault(module, []).append([step, rel, seq])
+            steps.setdefault(module, []).append([step, rel, seq])
         about = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label,
-                 "kind": source.kind, "packages": packages_of(order)}
-        model = cls(about, list(order), todo, {}, {}, [], open_source)
+                 "kind": source.kind, "packages": packages_of(steps)}
+        model = cls(about, list(steps), steps, {}, {}, {}, [], open_source)
         model._source, model._root = source, root or ""
         return model
 
@@ -59,28 +58,30 @@ class LazyModel(dict):
     def from_state(cls, state: dict, open_source) -> LazyModel | None:
         """The model a cached ``state()`` describes, or None when it is not one."""
         try:
-            order, todo, built, defined = (state[k] for k in ("order", "todo", "modules", "defined"))
-            ok = (state.get(LAZY) == 1 and isinstance(order, list) and all(isinstance(v, dict) for v in (todo, built,
-                  defined)) and set(order) == set(todo) | set(built) and isinstance(state.get("unparsed"), list))
+            parts = [state[k] for k in ("order", "steps", "modules", "defined", "spelled", "unparsed")]
+            order, steps, built = parts[:3]
+            ok = (state.get(LAZY) == 1 and [type(v) for v in parts] == [list, dict, dict, dict, dict, list]
+                  and set(order) == set(steps) and set(built) <= set(steps))
         except (KeyError, TypeError):
             return None
-        return cls(state, order, todo, built, defined, state["unparsed"], open_source) if ok else None
+        return cls(state, *parts, open_source) if ok else None
 
     def state(self) -> dict:
         """What was built so far, as JSON data (``from_state`` reads it back)."""
-        return {**{k: self.get(k) for k in _ABOUT}, LAZY: 1, "order": self._order, "todo": self._todo,
-                "modules": self._built, "defined": self._defined, "unparsed": self["unparsed"]}
+        return {**{k: self.get(k) for k in _ABOUT}, LAZY: 1, "order": self._order, "steps": self._steps,
+                "modules": self._built, "defined": self._defined, "spelled": self._spelled,
+                "unparsed": self["unparsed"]}
 
     # ---- building ------------------------------------------------------------------------------------------------
     def module(self, name: str) -> dict | None:
         """The entry of module ``name`` (built now if need be), or None when the release has no such module."""
         entry = self._built.get(name)
-        if entry is None and name in self._todo:
+        if entry is None and name in self._steps:
             entry = self._build(name)
         return entry
 
     def _build(self, name: str) -> dict:
-        steps = self._todo[name]
+        steps = self._steps[name]
         model = {"modules": {}, "classes": {}, "unparsed": self["unparsed"]}
         defined = []
         for step, rel, seq in steps:
@@ -97,7 +98,6 @@ class LazyModel(dict):
         self._built[name] = model["modules"][name]
         if defined:
             self._defined[name] = defined
-        del self._todo[name]
         self.changed = True
         return self._built[name]
 
@@ -122,8 +122,24 @@ class LazyModel(dict):
         return entry
 
     def build_all(self) -> None:
-        for name in list(self._todo):
-            self._build(name)
+        for name in self._order:
+            self.module(name)
+
+    def classes_spelling(self, word: str) -> list[str]:
+        """The classes of the modules with a file whose text holds ``word``: every class whose entry a ``word`` in
+        its source could put there (the other modules are not built)."""
+        modules = self._spelled.get(word)
+        if modules is None:
+            data = word.encode("utf-8")
+            modules = [m for m in self._order if any(step == SOURCE_FILE and data in self._read(rel)
+                                                     for step, rel, _seq in self._steps[m])]
+            self._spelled[word] = modules
+            self.changed = True
+        quals: dict = {}
+        for module in modules:
+            self.module(module)
+            quals.update(dict.fromkeys(q for _seq, classes in self._defined.get(module, ()) for q in classes))
+        return list(quals)
 
     def class_names(self) -> list[str]:
         """Every class of the release, in the whole build's order (every module built)."""
@@ -164,6 +180,10 @@ class LazyModules(Mapping):
 
 class LazyClasses(Mapping):
     """``model["classes"]``: a class built when it is asked for; iterating builds every module."""
+
+    def spelling(self, word: str) -> list[tuple[str, dict]]:
+        """(qualified name, entry) of the classes that ``word`` in their source could shape (``classes_spelling``)."""
+        return [(q, self[q]) for q in self._model.classes_spelling(word)]
 
     def __init__(self, model: LazyModel):
         self._model = model
