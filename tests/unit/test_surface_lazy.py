@@ -92,3 +92,20 @@ def test_the_cache_stores_what_a_run_built_and_the_next_run_reads_it(tmp_path, m
     assert later is not first and later.state()["modules"] == stored["modules"]
     monkeypatch.setattr(later, "_open_source", lambda: pytest.fail("a cached module was parsed again"))
     assert Surface(later).resolve("megatron.core.ns.deep.mod.C").ok
+
+
+def test_a_file_two_releases_share_is_indexed_once_and_each_gets_its_own_entry(tmp_path, monkeypatch):
+    from compat.tooling.gate.surface import lazy_model
+
+    calls = []
+    real = lazy_model.index_module
+    monkeypatch.setattr(lazy_model, "_FILE_INDEX", {})  # nothing indexed by the tests before this one
+    monkeypatch.setattr(lazy_model, "index_module", lambda *a: calls.append(a[1]) or real(*a))
+    old = _lazy(wheel(tmp_path / "a", SHAPES, "0.1.0"))
+    new = _lazy(wheel(tmp_path / "b", {**SHAPES, "megatron/core/x/y.py": "def f(a):\n    pass\n"}, "0.2.0"))
+    for model in (old, new):
+        assert model["modules"]["megatron.core.x.y"] and model["classes"]["megatron.core.ns.deep.mod.C"]
+    assert calls.count("megatron/core/x/y.py") == 2 and calls.count("megatron/core/ns/deep/mod.py") == 1
+    assert old["modules"]["megatron.core.x.y"] != new["modules"]["megatron.core.x.y"]
+    assert old["modules"]["megatron.core.ns.deep.mod"] is not new["modules"]["megatron.core.ns.deep.mod"]
+    _same_as_whole(tmp_path / "b" / "megatron_core-0.2.0-py3-none-any.whl", new)

@@ -14,16 +14,23 @@ one). The candidate's parse budget (``SourceBudget``) is spent by the files this
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Mapping
 
 from ....errors import CandidateError, CompatError
 from ...pysource import SourceBudget
-from .model import MODEL_FORMAT, SOURCE_FILE, apply_event, member_files, merge_class, module_events, packages_of
+from .model import (MODEL_FORMAT, SOURCE_FILE, apply_event, index_module, member_files, merge_class, module_events,
+                    packages_of)
 
 LAZY = "lazy"  # the state's marker: {"order": [module], "steps": {module: [[step, file, seq], ...]},
 # "modules": {module: entry} (those built), "defined": {module: [[seq, {qual: class entry}], ...]},
 # "spelled": {word: [module, ...]}} (see LazyModel.state)
 _ABOUT = ("format", "sha256", "version", "label", "kind", "packages")
+# (file, its sha256, its module's entry before it) -> (the entry after it, the classes it defines, did not parse):
+# shared by every model of this process (read only: an entry is copied before a later step changes its keys)
+_FILE_INDEX: dict = {}
+_FILE_INDEX_SIZE = 20_000
 
 
 class LazyModel(dict):
@@ -81,25 +88,46 @@ class LazyModel(dict):
         return entry
 
     def _build(self, name: str) -> dict:
-        steps = self._steps[name]
-        model = {"modules": {}, "classes": {}, "unparsed": self["unparsed"]}
+        model: dict = {"modules": {}}
         defined = []
-        for step, rel, seq in steps:
-            if step == SOURCE_FILE:
-                model["classes"] = {}
-            try:
-                apply_event(model, name, step, rel, self._read, self._budget)
-            except CompatError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - an untrusted archive can fail in many ways (as cache._build)
-                raise CandidateError(f"cannot read {self.get('label')}: {type(exc).__name__}: {exc}") from None
-            if step == SOURCE_FILE and model["classes"]:
-                defined.append([seq, model["classes"]])
+        try:
+            for step, rel, seq in self._steps[name]:
+                if step == SOURCE_FILE:
+                    classes = self._index_file(model, name, rel)
+                    if classes:
+                        defined.append([seq, classes])
+                else:
+                    apply_event(model, name, step, rel, self._read, self._budget)
+        except CompatError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an untrusted archive can fail in many ways (as cache._build)
+            raise CandidateError(f"cannot read {self.get('label')}: {type(exc).__name__}: {exc}") from None
         self._built[name] = model["modules"][name]
         if defined:
             self._defined[name] = defined
         self.changed = True
         return self._built[name]
+
+    def _index_file(self, model: dict, name: str, rel: str) -> dict:
+        """Index one file into ``model``'s entry of ``name``; the classes it defines. The index of a file is a
+        function of its path, its bytes and the entry before it, and releases share most files (a patch release
+        nearly all): one met before in this process is not parsed again."""
+        data = self._read(rel)
+        before = model["modules"].get(name)
+        key = (rel, hashlib.sha256(data).digest(), json.dumps(before, sort_keys=True))
+        known = _FILE_INDEX.get(key)
+        if known is None:
+            scratch = {"modules": {name: dict(before)} if before is not None else {}, "classes": {}, "unparsed": []}
+            index_module(scratch, rel, data, self._budget)  # changes the entry's keys, never a value inside
+            known = (scratch["modules"][name], scratch["classes"], bool(scratch["unparsed"]))
+            if len(_FILE_INDEX) >= _FILE_INDEX_SIZE:
+                _FILE_INDEX.clear()
+            _FILE_INDEX[key] = known
+        entry, classes, unparsed = known
+        model["modules"][name] = dict(entry)
+        if unparsed:
+            self["unparsed"].append(rel)
+        return classes
 
     def _read(self, rel: str) -> bytes:
         if self._source is None:
