@@ -34,7 +34,7 @@ from .lazy_model import LAZY, LazyModel
 from .model import MODEL_FORMAT, build_model
 
 MAX_CACHE_BYTES = 64 << 20
-# The models of archives this process holds, by sha256: one per wheel, however many roles it plays in a run
+# The models of archives this process holds, by cache entry: one per wheel, however many roles it plays in a run
 # (candidate, --against, history), so that a module is parsed once and ``save_models`` stores each wheel once.
 _LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _KEY_TEXT = re.compile(rb"[0-9a-f]{64}")
@@ -176,12 +176,12 @@ def _plan(path: Path, key: str) -> LazyModel:
 
 
 def _cached_lazy(path: Path, key: str) -> LazyModel | None:
-    model = _LIVE.get(key)
+    model = _LIVE.get(_entry_path(key))
     if model is None:
         state = read_cached(key)
         model = LazyModel.from_state(state, _opener(path, key)) if state is not None else None
         if model is not None:
-            _LIVE[key] = model
+            _LIVE[_entry_path(key)] = model
     return model
 
 
@@ -198,16 +198,17 @@ def model_for(path) -> dict:
         problem = write_cached(key, model)  # stored at once: the release counts as modelled for the history column
         if problem:
             model["cache"] = f"not cached: {problem}"
-        _LIVE[key] = model
+        else:  # a model not stored is not kept either: the next call says again why
+            _LIVE[_entry_path(key)] = model
     return model
 
 
 def save_models() -> None:
     """Store what this process's models built since they were read (the next run parses none of it again)."""
-    for key, model in list(_LIVE.items()):
+    for model in list(_LIVE.values()):
         if model.changed and not model.get("cache"):
             model.changed = False
-            problem = write_cached(key, model)
+            problem = write_cached(model["sha256"], model)
             if problem:
                 model["cache"] = f"not cached: {problem}"
 
