@@ -24,7 +24,8 @@ SHAPES = {
     "megatron/core/__init__.py": "class x:\n    class A:\n        c = 4\n",  # megatron.core.x.A too
     "megatron/core/broken.py": "def f(:\n",
     "megatron/core/ext/helpers_cpp.cpython-312-x86_64-linux-gnu.so": b"\0ELF",
-    "megatron/core/ns/deep/mod.py": "try:\n    class C:\n        d = 1\nexcept ImportError:\n    class C:\n        e = 2\n",
+    "megatron/core/ns/deep/mod.py": "try:\n    class C:\n        d = 1\n"
+                                    "except ImportError:\n    class C:\n        e = 2\n",
 }
 
 
@@ -58,7 +59,8 @@ def test_a_lookup_builds_only_the_modules_it_reaches_and_a_saved_state_answers_t
     lazy = _lazy(path)
     assert Surface(lazy).resolve("megatron.core.ns.deep.mod.C.e").ok
     built = set(lazy.state()["modules"])
-    assert built == {"megatron", "megatron.core", "megatron.core.ns", "megatron.core.ns.deep", "megatron.core.ns.deep.mod"}
+    assert built == {"megatron", "megatron.core", "megatron.core.ns", "megatron.core.ns.deep",
+                     "megatron.core.ns.deep.mod"}
     again = LazyModel.from_state(json.loads(json.dumps(lazy.state())), lambda: open_source(path))
     assert set(again.state()["modules"]) == built  # nothing rebuilt by reading it back
     _same_as_whole(path, again)
