@@ -205,3 +205,15 @@ def test_a_window_of_160_uses_over_17_releases_prints_per_file_only_the_rows_tha
     steady = 160 - len(rows)
     assert f"_{steady} uses fail the same way on every release of the window" in text
     assert len(table_rows(window.to_markdown(all_rows=True))) == 160
+
+
+def test_a_gate_run_raises_the_collector_thresholds_only_while_it_runs(tmp_path, monkeypatch):
+    import gc
+
+    from compat.tooling.gate.surface import cli as surface_cli
+
+    seen = []
+    monkeypatch.setattr(surface_cli, "_run_surface", lambda args: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert surface_cli.run_surface(None) == 0
+    assert seen == [surface_cli._FEWER_COLLECTIONS] and gc.get_threshold() == before

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Candidate models, built once per wheel and cached as JSON keyed by the wheel's sha256 and the model format.
+"""Candidate models, built module by module as a run reads them (``lazy_model``) and cached per wheel as JSON keyed
+by the wheel's sha256 and the model format: what one run built, the next reads instead of parsing again.
 
 A cache file is ``<HMAC-SHA256>\n<JSON body>``. The HMAC is keyed by a secret of this account (``cache_key_path``,
 made once with mode 0600, kept outside the cache directory) over the wheel's sha256, the model format and the body:
@@ -18,6 +19,7 @@ import os
 import re
 import secrets
 import stat
+import weakref
 from pathlib import Path
 
 from ... import fetch
@@ -28,9 +30,13 @@ from ...extract import PACKAGE_INFO_PATH, sha256
 from ...pysource import parse_source
 from ....version import version_from_package_info
 from ...fsutil import WriteError, atomic_write_bytes
+from .lazy_model import LAZY, LazyModel
 from .model import MODEL_FORMAT, build_model
 
 MAX_CACHE_BYTES = 64 << 20
+# The models of archives this process holds, by cache entry: one per wheel, however many roles it plays in a run
+# (candidate, --against, history), so that a module is parsed once and ``save_models`` stores each wheel once.
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _KEY_TEXT = re.compile(rb"[0-9a-f]{64}")
 
 
@@ -111,16 +117,16 @@ def read_cached(key: str) -> dict | None:
     except (CompatError, ValueError, UnicodeDecodeError):
         return None
     ok = (isinstance(model, dict) and model.get("format") == MODEL_FORMAT and model.get("sha256") == key
-          and isinstance(model.get("modules"), dict) and isinstance(model.get("classes"), dict))
+          and model.get(LAZY) == 1)
     return model if ok else None
 
 
-def write_cached(key: str, model: dict) -> str | None:
-    """Store ``model``; returns why it could not be stored (the gate still runs), or None."""
+def write_cached(key: str, model: LazyModel) -> str | None:
+    """Store what ``model`` built so far; returns why it could not be stored (the gate still runs), or None."""
     secret, problem = cache_key()
     if secret is None:
         return problem
-    body = json.dumps(model, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    body = json.dumps(model.state(), separators=(",", ":"), sort_keys=True).encode("utf-8")
     try:
         cache_dir().mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(_entry_path(key), _mac(secret, key, body).encode("ascii") + b"\n" + body)
@@ -150,19 +156,61 @@ def _build(path: Path, key: str | None) -> dict:
         raise CandidateError(f"cannot read {path.name}: {type(exc).__name__}: {exc}") from None
 
 
+def _opener(path: Path, key: str):
+    """Opens the archive for a model's later reads, refusing it when it is no longer the wheel of ``key``."""
+    def reopen():
+        if sha256(read_file(path, MAX_ARCHIVE_BYTES, "candidate")) != key:
+            raise CandidateError(f"{path.name} changed while the gate was reading it")
+        return open_source(path)
+    return reopen
+
+
+def _plan(path: Path, key: str) -> LazyModel:
+    try:
+        source = open_source(path)
+        return LazyModel.plan(source, sha256=key, version=_version_of(source), open_source=_opener(path, key))
+    except CompatError:
+        raise
+    except Exception as exc:  # as _build
+        raise CandidateError(f"cannot read {path.name}: {type(exc).__name__}: {exc}") from None
+
+
+def _cached_lazy(path: Path, key: str) -> LazyModel | None:
+    model = _LIVE.get(_entry_path(key))
+    if model is None:
+        state = read_cached(key)
+        model = LazyModel.from_state(state, _opener(path, key)) if state is not None else None
+        if model is not None:
+            _LIVE[_entry_path(key)] = model
+    return model
+
+
 def model_for(path) -> dict:
-    """The model of a wheel, sdist or checkout at ``path`` (archives: from the cache when it is there)."""
+    """The model of a wheel, sdist or checkout at ``path``: archives lazily (``lazy_model``), from the cache when
+    it is there; a checkout whole."""
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         return _build(path, None)
     key = sha256(read_file(path, MAX_ARCHIVE_BYTES, "candidate"))
-    model = read_cached(key)
+    model = _cached_lazy(path, key)
     if model is None:
-        model = _build(path, key)
-        problem = write_cached(key, model)
+        model = _plan(path, key)
+        problem = write_cached(key, model)  # stored at once: the release counts as modelled for the history column
         if problem:
             model["cache"] = f"not cached: {problem}"
+        else:  # a model not stored is not kept either: the next call says again why
+            _LIVE[_entry_path(key)] = model
     return model
+
+
+def save_models() -> None:
+    """Store what this process's models built since they were read (the next run parses none of it again)."""
+    for model in list(_LIVE.values()):
+        if model.changed and not model.get("cache"):
+            model.changed = False
+            problem = write_cached(model["sha256"], model)
+            if problem:
+                model["cache"] = f"not cached: {problem}"
 
 
 def cached_wheels() -> dict[str, Path]:
@@ -181,7 +229,7 @@ def cached_wheels() -> dict[str, Path]:
 def cached_model(path) -> dict | None:
     """The model of the archive at ``path`` when one is cached already (nothing is built)."""
     try:
-        return read_cached(sha256(read_file(Path(path), MAX_ARCHIVE_BYTES, "candidate")))
+        return _cached_lazy(Path(path), sha256(read_file(Path(path), MAX_ARCHIVE_BYTES, "candidate")))
     except CompatError:
         return None
 

@@ -34,9 +34,9 @@ from pathlib import PurePosixPath
 
 from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
-                         child_nodes, parse_source, size_of)
+                         parse_source, size_of)
 
-MODEL_FORMAT = 10
+MODEL_FORMAT = 11  # 11: cached lazily, module by module (lazy_model.LazyModel.state)
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -343,13 +343,21 @@ def calls_in(node) -> list:
     found = node.__dict__.get("_compat_calls")
     if found is not None:
         return found
-    found, queue, index = [], [node], 0
+    # child_nodes inlined (a call per node doubles the walk's time); what is not a node is skipped when taken
+    found, queue, index, node_type, call_type = [], [node], 0, ast.AST, ast.Call
     while index < len(queue):
         current = queue[index]
         index += 1
-        if isinstance(current, ast.Call):
+        if not isinstance(current, node_type):
+            continue
+        if isinstance(current, call_type):
             found.append(current)
-        queue.extend(child_nodes(current))
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                queue.extend(value)
+            elif isinstance(value, node_type):
+                queue.append(value)
     node._compat_calls = found
     return found
 
@@ -555,10 +563,10 @@ def _index_class(model: dict, module: str, is_package: bool, qual: str, node: as
     if built:
         entry[SPEC_BUILT] = built
     previous = model["classes"].get(qual)
-    model["classes"][qual] = _merge_class(previous, entry) if previous else entry
+    model["classes"][qual] = merge_class(previous, entry) if previous else entry
 
 
-def _merge_class(old: dict, new: dict) -> dict:
+def merge_class(old: dict, new: dict) -> dict:
     """A class defined in two branches (``if HAVE_TE: class X ... else: class X ...``): the union."""
     merged = dict(new)
     merged[BASES] = old[BASES] + [b for b in new[BASES] if b not in old[BASES]]
@@ -621,15 +629,12 @@ def _within_file_caps(source: bytes) -> bool:
     return len(source) <= MAX_FILE_BYTES and size_of(source, MAX_FILE_TOKENS) <= MAX_FILE_TOKENS
 
 
-def build_model(source, *, sha256: str | None = None, version: str | None = None,
-                budget: SourceBudget | None = None) -> dict:
-    """The model of ``source`` (a ``compat.tooling.archive.Source``): every module under ``megatron/``, its files parsed
-    within ``budget`` (default: the caps of ``compat.tooling.pysource``)."""
-    model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label, "kind": source.kind,
-             "modules": {}, "classes": {}, "unparsed": []}
+def member_files(source) -> tuple[str | None, list[str]]:
+    """(the package root inside ``source``, its ``megatron/`` modules and extensions relative to that root, sorted):
+    what a model is built from, read from the file list alone. A member too deep is refused."""
     root = source.package_root(PACKAGE)
     if root is None:
-        return model
+        return None, []
     # names(), not python_files(): that one doubles the package prefix for source trees
     files = sorted(n[len(root):] for n in source.names()
                    if n.startswith(root + PACKAGE + "/") and n.endswith((".py",) + _EXTENSION_SUFFIXES))
@@ -637,23 +642,59 @@ def build_model(source, *, sha256: str | None = None, version: str | None = None
         if rel.count("/") > MAX_PATH_DEPTH:
             raise CandidateError(f"{shown(source.label)}: a member {rel.count('/')} directories deep under megatron/ "
                                  f"({shown(rel, 80)}), over the {MAX_PATH_DEPTH} the surface model reads")
-    budget = budget or SourceBudget()
+    return root, files
+
+
+# What building a model does, one step per module: a directory on a file's way (importable: namespace packages),
+# a ``.py`` file indexed, a compiled extension (an open module).
+DIRECTORY, SOURCE_FILE, EXTENSION = "d", "py", "x"
+
+
+def module_events(files: list[str]) -> list[tuple[str, str, str]]:
+    """(module, step, file) in the order ``build_model`` takes them; each step touches only its module, so a
+    module's own steps in this order build its entry alone (``lazy_model``)."""
+    events = []
     for rel in files:
         parts = PurePosixPath(rel).parts
-        package = parts[0]
-        for part in parts[1:-1]:  # every directory on the way is importable (namespace packages)
-            model["modules"].setdefault(package, {IS_PACKAGE: 1, NAMES: {}})
-            package = f"{package}.{part}"
-        model["modules"].setdefault(package, {IS_PACKAGE: 1, NAMES: {}})
+        events += [(".".join(parts[:depth]), DIRECTORY, rel) for depth in range(1, len(parts))]
         if rel.endswith(".py"):
-            index_module(model, rel, source.read(root + rel), budget)
-        elif rel.endswith(_EXTENSION_SUFFIXES):
-            module, _ = module_name(rel)
-            model["modules"].setdefault(module, {IS_PACKAGE: 0, NAMES: {}})[HAS_GETATTR] = 1
+            events.append((module_name(rel)[0], SOURCE_FILE, rel))
+        else:
+            events.append((module_name(rel)[0], EXTENSION, rel))
+    return events
+
+
+def apply_event(model: dict, module: str, step: str, rel: str, read, budget: SourceBudget | None) -> None:
+    """One step of ``module_events`` on ``model`` (``read(rel)``: the file's bytes)."""
+    if step == DIRECTORY:
+        model["modules"].setdefault(module, {IS_PACKAGE: 1, NAMES: {}})
+    elif step == SOURCE_FILE:
+        index_module(model, rel, read(rel), budget)
+    else:
+        model["modules"].setdefault(module, {IS_PACKAGE: 0, NAMES: {}})[HAS_GETATTR] = 1
+
+
+def packages_of(modules) -> list[str]:
+    """The model's ``packages``: the names under ``megatron.``."""
+    return sorted({m.split(".")[1] for m in modules if m.count(".") >= 1})
+
+
+def build_model(source, *, sha256: str | None = None, version: str | None = None,
+                budget: SourceBudget | None = None) -> dict:
+    """The model of ``source`` (a ``compat.tooling.archive.Source``): every module under ``megatron/``, its files parsed
+    within ``budget`` (default: the caps of ``compat.tooling.pysource``)."""
+    model = {"format": MODEL_FORMAT, "sha256": sha256, "version": version, "label": source.label, "kind": source.kind,
+             "modules": {}, "classes": {}, "unparsed": []}
+    root, files = member_files(source)
+    if root is None:
+        return model
+    budget = budget or SourceBudget()
+    for module, step, rel in module_events(files):
+        apply_event(model, module, step, rel, lambda name: source.read(root + name), budget)
     if source.kind == "tree":
         _unbuilt_extensions(model, [n[len(root):] for n in source.names() if n.startswith(root + PACKAGE + "/")],
                             lambda rel: source.read(root + rel))
-    model["packages"] = sorted({m.split(".")[1] for m in model["modules"] if m.count(".") >= 1})
+    model["packages"] = packages_of(model["modules"])
     return model
 
 

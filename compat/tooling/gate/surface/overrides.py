@@ -185,7 +185,10 @@ def _builders(surface: Surface, key: str) -> list[str]:
     """Every class of the candidate that builds a submodule ``key`` from its spec."""
     memo = ("builders", key)
     if memo not in surface._memo:
-        surface._memo[memo] = sorted(q for q, entry in surface.classes.items() if key in entry.get(SPEC_BUILT, {}))
+        # only a class whose source spells build_module has a SPEC_BUILT entry: a lazy model reads just those
+        spelling = getattr(surface.classes, "spelling", None)
+        pairs = spelling("build_module") if spelling else surface.classes.items()
+        surface._memo[memo] = sorted(q for q, entry in pairs if key in entry.get(SPEC_BUILT, {}))
     return surface._memo[memo]
 
 

@@ -10,7 +10,7 @@ from .... import version as _v
 from ....errors import VersionError
 from ..candidate import GateUsageError, locate
 from . import check as c
-from .cache import cached_wheels, model_for, release_models, shipped_modules
+from .cache import cached_wheels, model_for, release_models, save_models, shipped_modules
 from .lookup import Surface
 from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
@@ -187,6 +187,7 @@ def surface_gate(candidate: str, project, against: str | None = None, *, history
     report = check_model(scan, model, str(candidate), releases=releases, baseline=baseline, against=against,
                          shipped=shipped_modules() if history else None)
     report.notes += history_note(releases, cached_wheels()) if history else []
+    save_models()
     return report
 
 

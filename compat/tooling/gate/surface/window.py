@@ -10,7 +10,7 @@ from ....errors import CandidateError
 from ..candidate import GateUsageError, fetch_release
 from ...text import md_code, md_text
 from . import check as c
-from .cache import cached_wheels, model_for, release_models, shipped_modules
+from .cache import cached_wheels, model_for, release_models, save_models, shipped_modules
 from .release_gate import check_model, history_note, parse_window
 from .lookup import Surface
 from .project import scan_project
@@ -128,4 +128,5 @@ def window(project, text: str, *, history: bool = True) -> WindowReport:
     shipped = shipped_modules() if history else None
     reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases, shipped=shipped)
                for v in versions}
+    save_models()
     return WindowReport(str(project), (low, high), versions, reports, source, notes)
