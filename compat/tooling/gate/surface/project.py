@@ -21,6 +21,8 @@ from ....errors import CandidateError, CompatError
 from . import guards as g
 from .instances import held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, factory_of, file_factories, project_function, settle,
+                        wanted)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
 
@@ -55,8 +57,9 @@ class Use:
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
     sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
     siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
-    callables: tuple = ()  # for a call: (slot, the project function's name, its signature) for each argument that
-    # names a module-level function of the file (a model provider); slot "0" positional, "=kw" a keyword
+    callables: tuple = ()  # for a call: (slot, the project function's name, its signature, where) for each
+    # argument that is a project function (a model provider); slot "0" positional, "=kw" a keyword; where: see
+    # providers.py (the def's (path, line), None: at the call, or a reference settled once every file is scanned)
     spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
     # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
 
@@ -71,6 +74,7 @@ class ProjectScan:
     own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
     classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature, BASES: ...} of its classes
+    factories: dict = field(default_factory=dict)  # "module.function" -> (providers.factory_of's answer, path)
 
     def method(self, origin: str, name: str, depth: int = 0) -> str | None:
         """The signature of the method ``name`` a project class defines or inherits from a project base (None
@@ -109,6 +113,10 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
+        self.factories = {node.name: found for node in tree.body if isinstance(node, (ast.FunctionDef,
+                          ast.AsyncFunctionDef)) and self.defs.get(node.name)
+                          for found in (factory_of(node, self.defs, _callable),) if found}
+        self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
@@ -548,6 +556,9 @@ class _FileScanner:
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus)
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
+        top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
+        self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
+                           if method and plain and top_class else None)
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -557,6 +568,7 @@ class _FileScanner:
         self.local_defs.pop(id(self.scopes[-1]), None)
         self.instances.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
+        self.owners.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -740,12 +752,28 @@ class _FileScanner:
                     via=via, callables=self.callables(e) if not starred else ())
 
     def callables(self, e: ast.Call) -> tuple:
-        """The arguments of a megatron call that are a function of this file: a name the innermost scope that
-        binds it defines once (``def``, ``f = partial(g, ...)``, ``f = lambda ...``), or such a
-        ``partial``/``lambda`` written in the call."""
-        slots = [(str(i), a) for i, a in enumerate(e.args)] + [("=" + k.arg, k.value) for k in e.keywords if k.arg]
-        found = ((slot, _callable(a, self.function_signature)) for slot, a in slots)
+        """The arguments of a megatron call that are a project function: a name the innermost scope that binds it
+        defines once (``def``, ``f = partial(g, ...)``, ``f = lambda ...``), such a ``partial``/``lambda`` written
+        in the call, or what providers.py follows (a factory's return value, ``self.method``)."""
+        found = ((slot, self.callable_of(a, 0)) for slot, a in call_slots(e))
         return tuple((slot, *named) for slot, named in found if named)
+
+    def callable_of(self, node, depth: int) -> tuple | None:
+        """(name, signature, where) of a function expression (providers.py), or None."""
+        named = _callable(node, self.function_signature)
+        if named:
+            return (*named, None)
+        if isinstance(node, ast.Call) and depth < MAX_DEPTH:
+            target = project_function(node.func, self.module, self.defs, self.origins)
+            if target and not self.lookup(dotted(node.func)):
+                arguments = tuple((slot, found) for slot, a in call_slots(node)
+                                  for found in (self.callable_of(a, depth + 1),) if found)
+                return f"{dotted(node.func)}(...)", "", (FACTORY, target, arguments)
+        owner = self.owners[-1] if self.owners else None
+        if owner and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == owner[0] and isinstance(node.ctx, ast.Load):
+            return f"{owner[0]}.{node.attr}", "", (METHOD, owner[1], node.attr)
+        return None
 
     def function_signature(self, name: str) -> str:
         """The signature of the function ``name`` denotes here ("" when it is not one function of this file)."""
@@ -946,7 +974,9 @@ def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), expo
     Python raises ``compat.tooling.pysource``'s errors (CandidateError). ``prefilter=False``
     walks every function and every test (no look at the source's spelling first): what the prefilters must match."""
     scanner = _scan(text, path, own, exports, prefilter)
-    return scanner.uses, scanner.sets
+    alone = ProjectScan("", classes={f"{scanner.module}.{n}": m for n, m in scanner.classes.items()})
+    factories = {f"{scanner.module}.{n}": (found, path) for n, found in scanner.factories.items()}
+    return settle(scanner.uses, factories, alone.method), scanner.sets
 
 
 def _python_files(root: Path):
@@ -1067,6 +1097,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         mine = done.exports
         for module in names_of[rel]:
             scan.classes.update({f"{module}.{name}": methods for name, methods in done.classes.items()})
+            scan.factories.update({f"{module}.{name}": (found, rel) for name, found in done.factories.items()})
         changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
         exports.update({name: mine for name in changed})
         return changed
@@ -1098,8 +1129,28 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
+    _factories_not_scanned(scan, files, names_of, per_file, unparsed)
+    scan.uses = settle(scan.uses, scan.factories, scan.method)
     store.save()
     return scan
+
+
+def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
+    """The factories (providers.py) of project modules a provider comes from that were not scanned (they do not
+    spell megatron): parsed now, only those."""
+    missing = {target.rpartition(".")[0] for target in wanted(scan.uses) if target not in scan.factories}
+    skipped = {rel for rel, _why in scan.skipped}
+    for rel, path in files if missing else ():
+        if rel in per_file or rel in unparsed or rel in skipped or not missing & set(names_of[rel]):
+            continue
+        data, _total = _read(scan, rel, path, 0)
+        try:
+            tree = parse_source(data, rel) if data is not None else None
+        except CandidateError:
+            continue
+        found = file_factories(tree, _callable) if tree is not None else {}
+        for module in names_of[rel]:
+            scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
 
 def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
@@ -1110,6 +1161,6 @@ def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCach
         return found
     scanner = _scan(data, rel, own, exports)
     result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes)
+                      view_of(scanner.asked, exports), scanner.classes, scanner.factories)
     store.put(key, result)
     return result

@@ -42,6 +42,7 @@ class FileScan:
     asked: frozenset
     view: tuple = ()
     classes: dict = field(default_factory=dict)  # its top-level classes: name -> {method: signature, BASES: ...}
+    factories: dict = field(default_factory=dict)  # its top-level functions that return functions (providers.py)
 
 
 def view_of(asked, exports: dict) -> tuple:
