@@ -117,6 +117,7 @@ class _FileScanner:
                           ast.AsyncFunctionDef)) and self.defs.get(node.name)
                           for found in (factory_of(node, self.defs, _callable),) if found}
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
+        self.comparisons: list = []  # per function: its names assigned once, to a comparison (compared_branches)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
@@ -346,7 +347,7 @@ class _FileScanner:
             return flagged
         guard = self.test_kind(test)
         if not guard:
-            return None, None
+            return self.compared_branches(test) or (None, None)
         if guard[0] in (g.TYPE_CHECKING, g.DEAD):
             return guard, None  # the else of TYPE_CHECKING runs
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
@@ -355,6 +356,21 @@ class _FileScanner:
             return guard, guard
         fallback, taken = (g.PROBE_ELSE, probed), (g.PROBE_TAKEN, probed)
         return (fallback, taken) if negated else (taken, fallback)
+
+    def compared_branches(self, test) -> tuple | None:
+        """``if x == E.m:`` (or a local name assigned once to that comparison): the body runs only where a value can
+        equal the megatron member ``E.m`` (check.py decides on the candidate); ``!=`` the else branch."""
+        if isinstance(test, ast.Name) and self.lookup(test.id) is None:
+            test = (self.comparisons[-1] if self.comparisons else {}).get(test.id, test)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))):
+            return None
+        for side in (test.left, test.comparators[0]):
+            members = self.paths(side) if isinstance(side, ast.Attribute) else None
+            if members:
+                guard = (g.COMPARED, frozenset(members))
+                return (guard, None) if isinstance(test.ops[0], (ast.Eq, ast.Is)) else (None, guard)
+        return None
 
     def flag_branches(self, test) -> tuple | None:
         """``if HAVE_X:`` / ``if not use_old:`` / ``if HAVE_X and ...:`` on an import flag (see guards.import_flags)."""
@@ -559,6 +575,7 @@ class _FileScanner:
         top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
         self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
                            if method and plain and top_class else None)
+        self.comparisons.append(_assigned_comparisons(body) if isinstance(body, list) else {})
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -569,6 +586,7 @@ class _FileScanner:
         self.instances.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
         self.owners.pop()
+        self.comparisons.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -782,6 +800,19 @@ class _FileScanner:
                 defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
                 return defs.get(name) or ""
         return self.defs.get(name) or ""
+
+
+def _assigned_comparisons(body: list) -> dict:
+    """name -> the comparison it holds, for each name of the body bound once, by ``name = (a == b)``."""
+    found, bound = {}, {}
+    for stmt in statements(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                bound[t.id] = bound.get(t.id, 0) + 1
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Compare):
+                    found[t.id] = stmt.value
+    return {name: compare for name, compare in found.items() if bound[name] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):
