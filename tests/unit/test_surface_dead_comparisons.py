@@ -70,3 +70,15 @@ def test_a_branch_on_a_member_the_enum_lacks_is_dead_and_the_comparison_is_the_f
     else:
         assert 5 not in got  # a property of the enum: reading it works, it just never equals a member
     assert set(got) == ({5, 7, 9, 10, 13} if version == "0.4.0" else {7, 9, 13})
+
+
+def test_a_comparison_with_a_package_the_wheel_does_not_ship_leaves_the_branch_live(tmp_path, wheels):
+    report = surface_gate(str(wheels["0.4.0"]), make_project(tmp_path / "proj", {"attn.py": """
+        from megatron.core import parallel_state as mpu
+        from megatron.model.enums import AttnType
+        def build(attention_type):
+            if attention_type == AttnType.self_attn:
+                return mpu.gone_everywhere()
+        """}))
+    got = {f.line: f for f in report.findings if f.kind in c.BREAKING}
+    assert got[6].breaks  # megatron.model (a Megatron-LM checkout's) is unknown here: the branch may run

@@ -226,7 +226,11 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
 
 def _can_equal(surface: Surface, name: str) -> bool:
     """Can a value equal ``name`` on the candidate? Not when reading it raises (it is missing: that read is its own
-    finding), nor when it is a method or property of an enum (no member of the enum is equal to it)."""
+    finding), nor when it is a method or property of an enum (no member of the enum is equal to it). A name of a
+    package the wheel does not ship (``megatron.model``, a Megatron-LM checkout's) is not known here: it can."""
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return True
     res = surface.resolve(name) if _resolves(surface, name) else None
     if res is None or not res.ok:
         return False
