@@ -30,9 +30,9 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/blame.py", "tooling/gate/lanes.py", "tooling/gate/ckpt.py", "tooling/gate/training.py",
            "tooling/gate/sections.py", "tooling/gate/registry_file.py", "tooling/gate/report.py",
            "tooling/gate/config_gate.py", "tooling/gate/accept_pin.py", "tooling/gate/surface/__init__.py",
-           "tooling/gate/surface/model.py", "tooling/gate/surface/cache.py", "tooling/gate/surface/lookup.py",
-           "tooling/gate/surface/guards.py", "tooling/gate/surface/spelling.py", "tooling/gate/surface/instances.py",
-           "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/check.py",
+           "tooling/gate/surface/model.py", "tooling/gate/surface/conditions.py", "tooling/gate/surface/cache.py",
+           "tooling/gate/surface/lookup.py", "tooling/gate/surface/guards.py", "tooling/gate/surface/spelling.py",
+           "tooling/gate/surface/instances.py", "tooling/gate/surface/providers.py", "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/check.py",
            "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",
            "tooling/gate/surface/window.py", "tooling/gate/surface/report.py", "tooling/gate/surface/cli.py",
            "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
