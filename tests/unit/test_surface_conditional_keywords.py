@@ -70,8 +70,11 @@ PROJECT = {"attn.py": """
         return None
     def needs_stage(vp_stage, pre_process=True, post_process=True, config=None):
         return None
+    def no_pre_process(post_process=True, config=None, vp_stage=None):
+        return None
     get_model(provider)
     get_model(needs_stage)
+    get_model(no_pre_process)
     """}
 
 
@@ -120,7 +123,8 @@ def test_a_keyword_one_call_passes_and_another_call_of_the_same_function_does_no
     missing = got[("train.py", "vp_stage=)->needs_stage")]
     assert missing.guarded and "requires vp_stage" in missing.instead
     assert "not (model_type is not None" in missing.guard
-    assert ("train.py", "pre_process=)->provider") not in got
+    # passed by the call in each branch: always, so unguarded
+    assert got[("train.py", "pre_process=)->no_pre_process")].breaks
 
 
 def test_the_markdown_report_lists_a_conditional_keyword_with_its_condition(tmp_path, candidate):
