@@ -117,7 +117,7 @@ class _FileScanner:
                           ast.AsyncFunctionDef)) and self.defs.get(node.name)
                           for found in (factory_of(node, self.defs, _callable),) if found}
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
-        self.comparisons: list = []  # per function: its names assigned once, to a comparison (compared_branches)
+        self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
@@ -361,7 +361,8 @@ class _FileScanner:
         """``if x == E.m:`` (or a local name assigned once to that comparison): the body runs only where a value can
         equal the megatron member ``E.m`` (check.py decides on the candidate); ``!=`` the else branch."""
         if isinstance(test, ast.Name) and self.lookup(test.id) is None:
-            test = (self.comparisons[-1] if self.comparisons else {}).get(test.id, test)
+            value = (self.bound_once[-1] if self.bound_once else {}).get(test.id)
+            test = value if isinstance(value, ast.Compare) else test
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1
                 and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))):
             return None
@@ -575,7 +576,7 @@ class _FileScanner:
         top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
         self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
                            if method and plain and top_class else None)
-        self.comparisons.append(_assigned_comparisons(body) if isinstance(body, list) else {})
+        self.bound_once.append(_bound_once(body, params) if isinstance(body, list) else {})
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -586,7 +587,7 @@ class _FileScanner:
         self.instances.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
         self.owners.pop()
-        self.comparisons.pop()
+        self.bound_once.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -787,10 +788,15 @@ class _FileScanner:
                 arguments = tuple((slot, found) for slot, a in call_slots(node)
                                   for found in (self.callable_of(a, depth + 1),) if found)
                 return f"{dotted(node.func)}(...)", "", (FACTORY, target, arguments)
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load)):
+            return None
         owner = self.owners[-1] if self.owners else None
-        if owner and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == owner[0] and isinstance(node.ctx, ast.Load):
+        if owner and node.value.id == owner[0]:
             return f"{owner[0]}.{node.attr}", "", (METHOD, owner[1], node.attr)
+        value = (self.bound_once[-1] if self.bound_once else {}).get(node.value.id)
+        origin = self.project_class(value.func) if isinstance(value, ast.Call) else None
+        if origin:  # ``obj = ProjectClass(...)`` bound once in this function: its method
+            return f"{node.value.id}.{node.attr}", "", (METHOD, origin, node.attr)
         return None
 
     def function_signature(self, name: str) -> str:
@@ -802,17 +808,19 @@ class _FileScanner:
         return self.defs.get(name) or ""
 
 
-def _assigned_comparisons(body: list) -> dict:
-    """name -> the comparison it holds, for each name of the body bound once, by ``name = (a == b)``."""
-    found, bound = {}, {}
+def _bound_once(body: list, params) -> dict:
+    """name -> the value of ``name = value`` for each name the body binds once, and by that statement (not a
+    parameter, a loop or ``with`` target, an augmented assignment); nested defs are their own scopes."""
+    found, bound = {}, {name: 1 for name in params}
     for stmt in statements(body):
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        targets += [i.optional_vars for i in getattr(stmt, "items", None) or []]
         for t in targets:
-            if isinstance(t, ast.Name):
-                bound[t.id] = bound.get(t.id, 0) + 1
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Compare):
-                    found[t.id] = stmt.value
-    return {name: compare for name, compare in found.items() if bound[name] == 1}
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)) if t is not None else ():
+                bound[name] = bound.get(name, 0) + 1
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(t, ast.Name):
+                    found[name] = stmt.value
+    return {name: value for name, value in found.items() if bound[name] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):

@@ -5,8 +5,8 @@
   function (an inner def, a lambda, a partial, a def of its module): each function it returns is a provider.
 - A project wrapper whose one ``return`` gives an inner def that takes only ``*args``/``**kwargs`` and calls one
   of the wrapper's parameters: the argument in that parameter's slot is the provider (the closure forwards to it).
-- ``self.name`` in a method: the method ``name`` of the enclosing project class (or a project base), ``self``
-  dropped.
+- ``self.name`` in a method, or ``obj.name`` where ``obj = ProjectClass(...)`` is the one binding of ``obj`` in the
+  calling function: the method ``name`` of that project class (or a project base), ``self`` dropped.
 
 The scanner records what it cannot settle in its own file as a deferred entry (``FACTORY``/``METHOD``);
 ``settle`` resolves them once every file has been scanned. A use's ``callables`` then hold, per function,
