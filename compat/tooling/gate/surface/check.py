@@ -216,10 +216,28 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
             continue
         if gkind == g.PROBE_TAKEN and detail and not all(_resolves(surface, name) for name in detail):
             return f"{gkind} that is not taken: the probe at line {line} finds nothing here"
+        if gkind == g.COMPARED and detail and not all(_can_equal(surface, name) for name in detail):
+            return (f"{gkind} that is never true here: {', '.join(sorted(detail))} (line {line}) is missing or no "
+                    "member of its enum in the candidate")
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
             return f"{what} (line {line})" + (f"; {note}" if note else "")
     return None
+
+
+def _can_equal(surface: Surface, name: str) -> bool:
+    """Can a value equal ``name`` on the candidate? Not when reading it raises (it is missing: that read is its own
+    finding), nor when it is a method or property of an enum (no member of the enum is equal to it). A name of a
+    package the wheel does not ship (``megatron.model``, a Megatron-LM checkout's) is not known here: it can."""
+    parts = name.split(".")
+    if len(parts) > 1 and f"megatron.{parts[1]}" not in surface.modules:
+        return True
+    res = surface.resolve(name) if _resolves(surface, name) else None
+    if res is None or not res.ok:
+        return False
+    owner = surface.resolve(name.rpartition(".")[0])
+    enums = [t for t in owner.targets if t.kind == "class" and surface.is_enum(t.name)] if owner.ok else []
+    return not (enums and res.targets and all(t.kind == "function" for t in res.targets))
 
 
 def _resolves(surface: Surface, name: str) -> bool:

@@ -28,6 +28,7 @@ DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
 PROBE_ELSE = "fallback of a hasattr/getattr probe"
 PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
+COMPARED = "branch of a comparison with a megatron member"  # ``x == E.m``: runs only where E.m can equal x
 
 _CATCH_ALL = {"Exception", "BaseException"}
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
@@ -81,7 +82,7 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
                                                          for d in detail for n in names if "." in n)
     if kind == PROBE_TAKEN:
         return bool({d.rsplit(".", 1)[-1] for d in detail} & names)
-    return kind not in (FALLBACK, PROBE_ELSE)  # fallbacks are decided against the candidate (check.py)
+    return kind not in (FALLBACK, PROBE_ELSE, COMPARED)  # these are decided against the candidate (check.py)
 
 
 _VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14

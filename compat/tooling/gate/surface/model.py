@@ -14,6 +14,8 @@ The model is plain JSON data, so that it can be cached per wheel:
   module-level function calls a parameter it was passed (``model_provider_func(pre_process=...)``), and where it
   hands the parameter on (``"get_model 0"`` positional slot 0, ``"get_model =model_provider_func"`` a keyword).
   A call shape is ``N|kw,kw``: N positional arguments and the keywords; calls with a ``*``/``**`` splat are left out.
+  A keyword passed only under a condition (one branch's call, a ``**`` dict's key set under an ``if``) is marked
+  as such after a tab (conditions.py).
 
 A binding is a short string (JSON of strings parses several times faster than nested lists, and 26 cached models
 are read on every run): ``c QUALNAME`` class, ``f HOW SIGNATURE`` function (HOW: ``m`` method, ``s`` static,
@@ -34,9 +36,11 @@ from pathlib import PurePosixPath
 
 from ....errors import CandidateError, shown
 from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
-                         parse_source, size_of)
+                         child_nodes, parse_source, size_of)
+from .conditions import plain_call, shapes_of
 
-MODEL_FORMAT = 11  # 11: cached lazily, module by module (lazy_model.LazyModel.state)
+MODEL_FORMAT = 12  # 11: cached lazily, module by module (lazy_model.LazyModel.state); 12: call shapes carry the
+#   conditions a keyword is passed under (conditions.py)
 MAX_PATH_DEPTH = 32  # directories in a member's path under megatron/ (real wheels: 7)
 PACKAGE = "megatron"
 _EXTENSION_SUFFIXES = (".so", ".pyd")
@@ -330,13 +334,6 @@ class _Scope:
             self.dep[node.name] = note
 
 
-def call_shape(call: ast.Call) -> str | None:
-    """``N|kw,kw`` (N positional arguments, the keywords); None when a ``*``/``**`` splat makes it unknown."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return None
-    return f"{len(call.args)}|{','.join(k.arg for k in call.keywords)}"
-
-
 def calls_in(node) -> list:
     """The calls under ``node`` in ``ast.walk``'s order (breadth first), remembered on the node: a method is read
     by its class's ``self`` calls and by its own parameter calls."""
@@ -367,13 +364,12 @@ def _param_calls(node) -> dict:
     args = node.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
     out: dict[str, dict] = {}
+    sites: dict[str, list] = {}
     for call in calls_in(node):
         if isinstance(call.func, ast.Name) and call.func.id in params:
-            shape = call_shape(call)
-            if shape is not None:
-                known = out.setdefault(call.func.id, {CALLED: [], HANDED_ON: []})[CALLED]
-                if shape not in known:
-                    known.append(shape)
+            plain = plain_call(call)
+            if plain is not None:
+                sites.setdefault(call.func.id, []).append((call, *plain, {}))
             continue
         callee = dotted(call.func)
         if callee is None or any(isinstance(a, ast.Starred) for a in call.args):
@@ -384,6 +380,8 @@ def _param_calls(node) -> dict:
                 known = out.setdefault(value.id, {CALLED: [], HANDED_ON: []})[HANDED_ON]
                 if f"{callee} {slot}" not in known:
                     known.append(f"{callee} {slot}")
+    for param, found in sites.items():
+        out.setdefault(param, {CALLED: [], HANDED_ON: []})[CALLED] = shapes_of(node, found)
     return out
 
 
@@ -394,13 +392,16 @@ def _self_calls(node: ast.ClassDef) -> dict:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or not item.args.args:
             continue
         self_name = item.args.args[0].arg
+        sites: dict[str, list] = {}
         for call in calls_in(item):
             func = call.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == self_name:
-                shape = call_shape(call)
-                known = out.setdefault(func.attr, [])
-                if shape is not None and f"{item.name}@{shape}" not in known:
-                    known.append(f"{item.name}@{shape}")
+                plain = plain_call(call)
+                if plain is not None:
+                    sites.setdefault(func.attr, []).append((call, *plain, {}))
+        for method, found in sites.items():
+            known = out.setdefault(method, [])
+            known += [f"{item.name}@{shape}" for shape in shapes_of(item, found) if f"{item.name}@{shape}" not in known]
     return {k: v for k, v in out.items() if v}
 
 
@@ -414,7 +415,8 @@ def _spec_built(node: ast.ClassDef) -> dict:
     """``self.x = build_module(submodules.key, <args>)`` in ``__init__``: {key: [x, [shape of <args>]]}. What the
     class does with ``self.x(...)`` is in its ``sc`` (``_self_calls``); a splat leaves the shape unknown."""
     init = init_method(node)
-    out: dict[str, list] = {}
+    sites: dict[str, list] = {}
+    attrs: dict[str, str] = {}
     for stmt in statements(init.body) if init is not None else ():
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):
             continue
@@ -424,20 +426,22 @@ def _spec_built(node: ast.ClassDef) -> dict:
                 and call.args and isinstance(call.args[0], ast.Attribute)):
             continue
         key = call.args[0].attr
-        shape = call_shape(ast.Call(call.func, call.args[1:], _expand_local_dict(init, call.keywords)))
-        entry = out.setdefault(key, [target.attr, []])
-        if shape is not None and shape not in entry[1]:
-            entry[1].append(shape)
-    return out
+        attrs.setdefault(key, target.attr)
+        keywords, origins = _expand_local_dict(init, call.keywords)
+        plain = plain_call(ast.Call(call.func, call.args[1:], keywords))
+        if plain is not None:
+            sites.setdefault(key, []).append((call, *plain, origins))
+    return {key: [attr, shapes_of(init, sites.get(key, []))] for key, attr in attrs.items()}
 
 
-def _expand_local_dict(function, keywords: list) -> list:
+def _expand_local_dict(function, keywords: list) -> tuple[list, dict]:
     """``**kwargs`` of a dict the function builds itself (``kw = {}``, ``kw["k"] = v``, also under an ``if``) and uses
-    nowhere else: one keyword per key it may hold. Otherwise the keywords unchanged (the splat stays unknown)."""
+    nowhere else: one keyword per key it may hold, and key -> the statements that add it (where they stand tells
+    when it is passed: conditions.py). Otherwise the keywords unchanged (the splat stays unknown) and no keys."""
     splats = [k for k in keywords if k.arg is None]
     if len(splats) != 1 or not isinstance(splats[0].value, ast.Name):
-        return keywords
-    name, keys = splats[0].value.id, []
+        return keywords, {}
+    name, keys = splats[0].value.id, {}
     known = sum(isinstance(n, ast.keyword) and n.arg is None and isinstance(n.value, ast.Name) and n.value.id == name
                 for n in ast.walk(function))  # every ``**name`` splat is a use that reads it
     splat_uses = known
@@ -447,17 +451,18 @@ def _expand_local_dict(function, keywords: list) -> list:
         target, value = stmt.targets[0], stmt.value
         if isinstance(target, ast.Name) and target.id == name and isinstance(value, ast.Dict) and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
-            keys += [k.value for k in value.keys]
+            for k in value.keys:
+                keys.setdefault(k.value, []).append(stmt)
             known += 1
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id == name \
                 and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
-            keys.append(target.slice.value)
+            keys.setdefault(target.slice.value, []).append(stmt)
             known += 1
     if known == splat_uses or sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(function)) != known:
-        return keywords
+        return keywords, {}
     named = [k for k in keywords if k.arg is not None]
-    return named + [ast.keyword(arg=k, value=splats[0].value) for k in dict.fromkeys(keys) if
-                    all(k != n.arg for n in named)]
+    added = {k: where for k, where in keys.items() if all(k != n.arg for n in named)}
+    return named + [ast.keyword(arg=k, value=splats[0].value) for k in added], added
 
 
 def _literal_names(node) -> list[str] | None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
+from .conditions import NOT, always, beyond, decode_shape, describe
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
 from .project import SELF_ATTRIBUTE
 from .lookup import Surface
@@ -88,19 +89,38 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
 _FORWARD_DEPTH = 6  # functions a callable is handed on through (pretrain -> setup_model_and_optimizer -> get_model)
 
 
-def misfits(shape: str, sig: dict) -> list[tuple[str, str]]:
-    """(label, why) for each way a call of shape ``N|kw,kw`` does not fit ``sig`` (``self`` already dropped)."""
-    count_text, _, kws = shape.partition("|")
-    count, keywords = int(count_text), [k for k in kws.split(",") if k]
+def misfits(shape: str, sig: dict) -> list[tuple[str, str, list]]:
+    """(label, why, when) for each way a call of ``shape`` (model.py) does not fit ``sig`` (``self`` already
+    dropped); when: the alternatives under which the candidate calls it that way (conditions.py; ``[()]``: always)."""
+    count, keywords, when = decode_shape(shape)
+    call = when[""]
     positional = [p for p in sig[PARAMS] if p[1] in (0, 1)]
     out = []
     if count > len(positional) and not sig[VARARGS]:
-        out.append(("…", f"is called with {count} positional arguments; it takes {len(positional)}"))
-    out += [(f"{k}=", f"is called with {k}=, which it cannot take") for k in keywords if not _takes(sig, k)]
-    given = {p[0] for p in positional[:count]} | set(keywords)
-    out += [(f"{name}=", f"requires {name}, which the call does not pass") for name, _kind, has_default in sig[PARAMS]
-            if not has_default and name not in given]
+        out.append(("…", f"is called with {count} positional arguments; it takes {len(positional)}", call))
+    out += [(f"{k}=", f"is called with {k}=, which it cannot take", when[k]) for k in keywords if not _takes(sig, k)]
+    given = {p[0] for p in positional[:count]}
+    for name, _kind, has_default in sig[PARAMS]:
+        passed = [beyond(path, call[0]) for path in when[name]] if name in keywords else None
+        if has_default or name in given or (passed is not None and always(passed)):
+            continue
+        left_out = call if passed is None else [call[0] + (NOT + describe(passed),)]
+        out.append((f"{name}=", f"requires {name}, which the call does not pass", left_out))
     return out
+
+
+def merged(found) -> dict[str, tuple[str, list]]:
+    """label -> (why, when) over the misfits of several calls: one label's alternatives joined (a keyword one
+    call passes in the ``if`` branch and another in the ``else`` branch is always passed)."""
+    out: dict[str, tuple[str, list]] = {}
+    for label, why, when in found:
+        out[label] = (why, when) if label not in out else (out[label][0], out[label][1] + when)
+    return out
+
+
+def conditional(when: list) -> str | None:
+    """The guard text of a misfit the candidate makes only under a condition; None when it always makes it."""
+    return None if always(when) else f"conditional: the candidate calls it so only when {describe(when)}"
 
 
 def _self_call_shapes(surface: Surface, name: str, alternatives: tuple, replaced: tuple) -> list[str]:
@@ -123,17 +143,19 @@ def _self_call_shapes(surface: Surface, name: str, alternatives: tuple, replaced
     return shapes
 
 
-def _call_site_findings(use, mine: dict, shapes: list[str], what: str, seen: set) -> list[Finding]:
+def _call_site_findings(use, mine: dict, shapes: list[str], what: str, seen: set, where=None) -> list[Finding]:
+    """``where``: (path, line) to report at instead of the use (a provider defined in another file)."""
+    path, line = where or (use.path, use.line)
     guarded = bool(mine[VARARGS] or mine[VARKW])
-    guard = f"it takes *args/**kwargs (line {use.line})" if guarded else None
+    guard = f"it takes *args/**kwargs (line {line})" if guarded else None
     findings = []
-    for shape in shapes:
-        for label, why in misfits(shape, mine):
-            name = f"{use.name}({label})"
-            if name not in seen:
-                seen.add(name)
-                findings.append(Finding(use.path, use.line, name, OVERRIDE, guarded, guard, f"{what} {why}",
-                                        use="override"))
+    for label, (why, when) in merged(x for shape in shapes for x in misfits(shape, mine)).items():
+        name = f"{use.name}({label})"
+        if name not in seen:
+            seen.add(name)
+            reason = guard or conditional(when)
+            findings.append(Finding(path, line, name, OVERRIDE, reason is not None, reason, f"{what} {why}",
+                                    use="override"))
     return findings
 
 
@@ -152,11 +174,13 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
             findings += _call_site_findings(use, mine, shapes,
                                             f"the candidate's base calls self.{method}; this override", done)
         elif use.how == "call" and use.callables:
-            for slot, function, sig in use.callables:
+            for slot, function, sig, where in use.callables:
                 shapes = provider_call_shapes(surface, use.name, slot)
                 done: set = set()
-                what = f"{function}, passed to {use.name.rsplit('.', 1)[-1]},"
-                found = _call_site_findings(use, parse_signature(sig), shapes, what, done)
+                elsewhere = where if where and where[0] != use.path else None
+                what = f"{function}, passed to {use.name.rsplit('.', 1)[-1]}" + (
+                    f" at {use.path}:{use.line}," if elsewhere else ",")
+                found = _call_site_findings(use, parse_signature(sig), shapes, what, done, elsewhere)
                 findings += [Finding(f.path, f.line, f"{f.name}->{function}", f.kind, f.guarded, f.guard, f.instead,
                                      use="callback") for f in found]
         elif use.how == "spec":
@@ -208,16 +232,19 @@ def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
             continue
         mine = parse_signature(sig)
         mine = {**mine, PARAMS: mine[PARAMS][1:]}
-        per_owner = [{label: why for shape in built_called[index]
-                      for label, why in misfits(_with_keywords(shape, added) if index == 0 else shape, mine)}
+        per_owner = [merged(x for shape in built_called[index]
+                            for x in misfits(_with_keywords(shape, added) if index == 0 else shape, mine))
                      for built_called in shapes]
-        common = [(label, why) for label, why in (per_owner[0] if per_owner else {}).items()
-                  if all(label in other for other in per_owner[1:])]
         guard = f"it takes *args/**kwargs (line {use.line})" if mine[VARARGS] or mine[VARKW] else \
             _branch_guard(use, surface)
-        findings += [Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, guard is not None, guard,
-                             f"{owner} {verb} its {key} from this spec; "
-                             f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec") for label, why in common]
+        for label, (why, _when) in (per_owner[0] if per_owner else {}).items():
+            if not all(label in other for other in per_owner[1:]):
+                continue
+            # several owners: the misfit is certain only as far as the least certain of them
+            reason = guard or next(filter(None, (conditional(other[label][1]) for other in per_owner)), None)
+            findings.append(Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, reason is not None,
+                                    reason, f"{owner} {verb} its {key} from this spec; "
+                                    f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec"))
     return findings
 
 
@@ -229,9 +256,11 @@ def _branch_guard(use, surface: Surface) -> str | None:
 
 
 def _with_keywords(shape: str, added: tuple) -> str:
-    count, _, keywords = shape.partition("|")
+    """The shape with the spec's keywords added (always passed: build_module adds them to every call)."""
+    head, tab, conditions = shape.partition("\t")
+    count, _, keywords = head.partition("|")
     given = [k for k in keywords.split(",") if k]
-    return f"{count}|{','.join(given + [k for k in added if k not in given])}"
+    return f"{count}|{','.join(given + [k for k in added if k not in given])}{tab}{conditions}"
 
 
 def provider_call_shapes(surface: Surface, name: str, slot: str) -> list[str]:

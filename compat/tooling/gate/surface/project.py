@@ -24,6 +24,8 @@ from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instance
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
+from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, factory_of, file_factories, project_function, settle,
+                        wanted)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
 from .splats import dict_keys
@@ -58,8 +60,9 @@ class Use:
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
     sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
     siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
-    callables: tuple = ()  # for a call: (slot, the project function's name, its signature) for each argument that
-    # names a module-level function of the file (a model provider); slot "0" positional, "=kw" a keyword
+    callables: tuple = ()  # for a call: (slot, the project function's name, its signature, where) for each
+    # argument that is a project function (a model provider); slot "0" positional, "=kw" a keyword; where: see
+    # providers.py (the def's (path, line), None: at the call, or a reference settled once every file is scanned)
     spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
     # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
 
@@ -74,6 +77,7 @@ class ProjectScan:
     own_packages: list = field(default_factory=list)  # megatron.X packages the project itself provides
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
     classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature, BASES: ...} of its classes
+    factories: dict = field(default_factory=dict)  # "module.function" -> (providers.factory_of's answer, path)
 
     def method(self, origin: str, name: str, depth: int = 0) -> str | None:
         """The signature of the method ``name`` a project class defines or inherits from a project base (None
@@ -112,6 +116,11 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
+        self.factories = {node.name: found for node in tree.body if isinstance(node, (ast.FunctionDef,
+                          ast.AsyncFunctionDef)) and self.defs.get(node.name)
+                          for found in (factory_of(node, self.defs, _callable),) if found}
+        self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
+        self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
@@ -353,7 +362,7 @@ class _FileScanner:
             return flagged
         guard = self.test_kind(test)
         if not guard:
-            return None, None
+            return self.compared_branches(test) or (None, None)
         if guard[0] in (g.TYPE_CHECKING, g.DEAD):
             return guard, None  # the else of TYPE_CHECKING runs
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
@@ -362,6 +371,22 @@ class _FileScanner:
             return guard, guard
         fallback, taken = (g.PROBE_ELSE, probed), (g.PROBE_TAKEN, probed)
         return (fallback, taken) if negated else (taken, fallback)
+
+    def compared_branches(self, test) -> tuple | None:
+        """``if x == E.m:`` (or a local name assigned once to that comparison): the body runs only where a value can
+        equal the megatron member ``E.m`` (check.py decides on the candidate); ``!=`` the else branch."""
+        if isinstance(test, ast.Name) and self.lookup(test.id) is None:
+            value = (self.bound_once[-1] if self.bound_once else {}).get(test.id)
+            test = value if isinstance(value, ast.Compare) else test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))):
+            return None
+        for side in (test.left, test.comparators[0]):
+            members = self.paths(side) if isinstance(side, ast.Attribute) else None
+            if members:
+                guard = (g.COMPARED, frozenset(members))
+                return (guard, None) if isinstance(test.ops[0], (ast.Eq, ast.Is)) else (None, guard)
+        return None
 
     def flag_branches(self, test) -> tuple | None:
         """``if HAVE_X:`` / ``if not use_old:`` / ``if HAVE_X and ...:`` on an import flag (see guards.import_flags)."""
@@ -605,6 +630,10 @@ class _FileScanner:
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.frames.append(self.frame(node, body, plain))
         self.held_self.append((args.args[0].arg, self.held[-1]) if method and self.held and plain else None)
+        top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
+        self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
+                           if method and plain and top_class else None)
+        self.bound_once.append(_bound_once(body, params) if isinstance(body, list) else {})
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -616,6 +645,8 @@ class _FileScanner:
         self.dicts.pop(id(self.scopes[-1]), None)
         self.held_self.pop()
         self.frames.pop()
+        self.owners.pop()
+        self.bound_once.pop()
         self.leave()
         self.self_names.pop()
         self.guards = saved
@@ -812,12 +843,33 @@ class _FileScanner:
                     via=via, callables=self.callables(e) if not starred else ())
 
     def callables(self, e: ast.Call) -> tuple:
-        """The arguments of a megatron call that are a function of this file: a name the innermost scope that
-        binds it defines once (``def``, ``f = partial(g, ...)``, ``f = lambda ...``), or such a
-        ``partial``/``lambda`` written in the call."""
-        slots = [(str(i), a) for i, a in enumerate(e.args)] + [("=" + k.arg, k.value) for k in e.keywords if k.arg]
-        found = ((slot, _callable(a, self.function_signature)) for slot, a in slots)
+        """The arguments of a megatron call that are a project function: a name the innermost scope that binds it
+        defines once (``def``, ``f = partial(g, ...)``, ``f = lambda ...``), such a ``partial``/``lambda`` written
+        in the call, or what providers.py follows (a factory's return value, ``self.method``)."""
+        found = ((slot, self.callable_of(a, 0)) for slot, a in call_slots(e))
         return tuple((slot, *named) for slot, named in found if named)
+
+    def callable_of(self, node, depth: int) -> tuple | None:
+        """(name, signature, where) of a function expression (providers.py), or None."""
+        named = _callable(node, self.function_signature)
+        if named:
+            return (*named, None)
+        if isinstance(node, ast.Call) and depth < MAX_DEPTH:
+            target = project_function(node.func, self.module, self.defs, self.origins)
+            if target and not self.lookup(dotted(node.func)):
+                arguments = tuple((slot, found) for slot, a in call_slots(node)
+                                  for found in (self.callable_of(a, depth + 1),) if found)
+                return f"{dotted(node.func)}(...)", "", (FACTORY, target, arguments)
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load)):
+            return None
+        owner = self.owners[-1] if self.owners else None
+        if owner and node.value.id == owner[0]:
+            return f"{owner[0]}.{node.attr}", "", (METHOD, owner[1], node.attr)
+        value = (self.bound_once[-1] if self.bound_once else {}).get(node.value.id)
+        origin = self.project_class(value.func) if isinstance(value, ast.Call) else None
+        if origin:  # ``obj = ProjectClass(...)`` bound once in this function: its method
+            return f"{node.value.id}.{node.attr}", "", (METHOD, origin, node.attr)
+        return None
 
     def function_signature(self, name: str) -> str:
         """The signature of the function ``name`` denotes here ("" when it is not one function of this file)."""
@@ -835,6 +887,21 @@ class Frame:
     carriers: frozenset = frozenset()  # its ** parameter and the dicts ``d.update(kwargs)`` fills from it
     self_name: str | None = None
     owner: str | None = None  # module.Class of a method
+
+
+def _bound_once(body: list, params) -> dict:
+    """name -> the value of ``name = value`` for each name the body binds once, and by that statement (not a
+    parameter, a loop or ``with`` target, an augmented assignment); nested defs are their own scopes."""
+    found, bound = {}, {name: 1 for name in params}
+    for stmt in statements(body):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        targets += [i.optional_vars for i in getattr(stmt, "items", None) or []]
+        for t in targets:
+            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)) if t is not None else ():
+                bound[name] = bound.get(name, 0) + 1
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(t, ast.Name):
+                    found[name] = stmt.value
+    return {name: value for name, value in found.items() if bound[name] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):
@@ -1027,7 +1094,9 @@ def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), expo
     Python raises ``compat.tooling.pysource``'s errors (CandidateError). ``prefilter=False``
     walks every function and every test (no look at the source's spelling first): what the prefilters must match."""
     scanner = _scan(text, path, own, exports, prefilter)
-    return scanner.uses, scanner.sets
+    alone = ProjectScan("", classes={f"{scanner.module}.{n}": m for n, m in scanner.classes.items()})
+    factories = {f"{scanner.module}.{n}": (found, path) for n, found in scanner.factories.items()}
+    return settle(scanner.uses, factories, alone.method), scanner.sets
 
 
 def _python_files(root: Path):
@@ -1150,6 +1219,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         mine = done.exports
         for module in names_of[rel]:
             scan.classes.update({f"{module}.{name}": methods for name, methods in done.classes.items()})
+            scan.factories.update({f"{module}.{name}": (found, rel) for name, found in done.factories.items()})
         changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
         exports.update({name: mine for name in changed})
         return changed
@@ -1200,10 +1270,29 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                     forwards[key] = AMBIGUOUS
                 else:
                     add_forwarder(forwards, key, *entry)
-    scan.uses = resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
-                                      forwards, scan.classes)
+    _factories_not_scanned(scan, files, names_of, per_file, unparsed)
+    scan.uses = settle(resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
+                                             forwards, scan.classes), scan.factories, scan.method)
     store.save()
     return scan
+
+
+def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
+    """The factories (providers.py) of project modules a provider comes from that were not scanned (they do not
+    spell megatron): parsed now, only those."""
+    missing = {target.rpartition(".")[0] for target in wanted(scan.uses) if target not in scan.factories}
+    skipped = {rel for rel, _why in scan.skipped}
+    for rel, path in files if missing else ():
+        if rel in per_file or rel in unparsed or rel in skipped or not missing & set(names_of[rel]):
+            continue
+        data, _total = _read(scan, rel, path, 0)
+        try:
+            tree = parse_source(data, rel) if data is not None else None
+        except CandidateError:
+            continue
+        found = file_factories(tree, _callable) if tree is not None else {}
+        for module in names_of[rel]:
+            scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
 
 def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
@@ -1214,6 +1303,6 @@ def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCach
         return found
     scanner = _scan(data, rel, own, exports)
     result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded)
+                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
     store.put(key, result)
     return result

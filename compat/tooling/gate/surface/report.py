@@ -71,7 +71,7 @@ def markdown(report) -> str:
                  + f" (exit {report.exit_code})")
     sections = [
         ("Breaks (unguarded)", [f for f in report.findings if f.breaks and not f.on_against], False),
-        ("Guarded (the project already handles these)",
+        ("Guarded (the project handles these; a \"conditional:\" one fails only under the condition named)",
          [f for f in report.findings if f.kind in c.BREAKING and f.guarded], True),
         ("Deprecated", [f for f in report.findings if f.kind == c.DEPRECATED], True),
     ]

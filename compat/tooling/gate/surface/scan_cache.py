@@ -43,6 +43,7 @@ class FileScan:
     view: tuple = ()
     classes: dict = field(default_factory=dict)  # its top-level classes: name -> {method: signature, BASES: ...}
     forwarded: dict = field(default_factory=dict)  # forwarding.py: functions passing **kwargs on to megatron
+    factories: dict = field(default_factory=dict)  # its top-level functions that return functions (providers.py)
 
 
 def view_of(asked, exports: dict) -> tuple:

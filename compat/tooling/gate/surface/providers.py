@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Project functions handed to megatron (model providers) that are not a name bound to a def of the calling file.
+
+- A call of a project function (of this file or imported from a project module) whose every ``return`` gives a
+  function (an inner def, a lambda, a partial, a def of its module): each function it returns is a provider.
+- A project wrapper whose one ``return`` gives an inner def that takes only ``*args``/``**kwargs`` and calls one
+  of the wrapper's parameters: the argument in that parameter's slot is the provider (the closure forwards to it).
+- ``self.name`` in a method, or ``obj.name`` where ``obj = ProjectClass(...)`` is the one binding of ``obj`` in the
+  calling function: the method ``name`` of that project class (or a project base), ``self`` dropped.
+
+The scanner records what it cannot settle in its own file as a deferred entry (``FACTORY``/``METHOD``);
+``settle`` resolves them once every file has been scanned. A use's ``callables`` then hold, per function,
+``(slot, name, signature, where)``: where is ``(path, line)`` of the function's def, or None (at the call).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from .model import dotted, signature, statements
+
+FACTORY, METHOD = "factory", "method"
+RETURNS, FORWARDS = "returns", "forwards"
+MAX_DEPTH = 4  # factories of factories followed
+
+
+def returned_values(node) -> list | None:
+    """The values of the function's own ``return`` statements (not those of nested defs); None when one of them
+    returns nothing."""
+    values = [s.value for s in statements(node.body) if isinstance(s, ast.Return)]
+    return None if any(v is None for v in values) else values
+
+
+def factory_of(node, module_defs: dict, callable_of) -> tuple | None:
+    """``(RETURNS, ((name, signature, line), ...))`` when every return of the function ``node`` gives a function,
+    ``(FORWARDS, index, parameter)`` for a wrapper whose closure forwards ``*args``/``**kwargs`` to a parameter;
+    None otherwise. ``module_defs``: name -> signature of the module's functions; ``callable_of(expr,
+    signature_of)`` is project.py's reading of a function expression (a name, a lambda, a partial)."""
+    values = returned_values(node)
+    if not values:
+        return None
+    inner: dict = {}
+    for s in statements(node.body):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner[s.name] = None if s.name in inner else s  # a name defined twice: which one is returned is unknown
+    params = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if len(values) == 1 and isinstance(values[0], ast.Name) and inner.get(values[0].id) is not None:
+        closure = inner[values[0].id]
+        forwarded = _forwarded_parameter(closure, params + [a.arg for a in node.args.kwonlyargs])
+        if forwarded is not None:
+            index = params.index(forwarded) if forwarded in params else -1
+            return FORWARDS, index, forwarded
+    found = []
+    for value in values:
+        if isinstance(value, ast.Name) and value.id in inner:
+            closure = inner[value.id]
+            if closure is None:
+                return None
+            found.append((closure.name, signature(closure.args), closure.lineno))
+            continue
+        named = callable_of(value, lambda name: module_defs.get(name, "") if name not in inner else
+                            signature(inner[name].args) if inner[name] is not None else "")
+        if named is None or not named[1]:
+            return None
+        found.append((named[0], named[1], value.lineno))
+    return RETURNS, tuple(found)
+
+
+def _forwarded_parameter(closure, params: list) -> str | None:
+    """The outer parameter a closure that takes only ``*args``/``**kwargs`` calls with them, if one."""
+    args = closure.args
+    if args.posonlyargs or args.args or args.kwonlyargs or not (args.vararg or args.kwarg):
+        return None
+    for node in ast.walk(closure):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in params and (
+                any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords)):
+            return node.func.id
+    return None
+
+
+def call_slots(call: ast.Call) -> list:
+    """(slot, argument) of a call: "0", "1", ... positional, "=kw" a keyword (splats left out)."""
+    return [(str(i), a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)] + \
+        [("=" + k.arg, k.value) for k in call.keywords if k.arg]
+
+
+def without_self(sig: str) -> str:
+    """A method's compact signature (model.py) without its first parameter."""
+    flags, _, params = sig.partition("|")
+    return f"{flags}|{','.join(params.split(',')[1:])}" if params else sig
+
+
+def settle(uses: list, factories: dict, method_of) -> list:
+    """The uses with their deferred callables resolved (``factories``: "module.function" -> factory_of's answer
+    and the file it is in; ``method_of(class, name)``: a project class's method signature, or None)."""
+    out = []
+    for use in uses:
+        if any(entry[3] and entry[3][0] in (FACTORY, METHOD) for entry in use.callables):
+            resolved = tuple(x for entry in use.callables for x in _resolve(entry, factories, method_of, 0))
+            use = replace(use, callables=resolved)
+        out.append(use)
+    return out
+
+
+def _resolve(entry: tuple, factories: dict, method_of, depth: int) -> list:
+    slot, name, sig, deferred = entry
+    if not deferred or deferred[0] not in (FACTORY, METHOD):
+        return [entry]
+    if deferred[0] == METHOD:
+        found = method_of(deferred[1], deferred[2])
+        return [(slot, name, without_self(found), None)] if found else []
+    _kind, target, arguments = deferred
+    known = factories.get(target)
+    if known is None or depth >= MAX_DEPTH:
+        return []
+    answer, path = known
+    if answer[0] == RETURNS:
+        return [(slot, returned, returned_sig, (path, line)) for returned, returned_sig, line in answer[1]]
+    _forwards, index, parameter = answer
+    for arg_slot, arg in arguments:
+        if arg_slot in (str(index), "=" + parameter):
+            return _resolve((slot, *arg), factories, method_of, depth + 1)
+    return []
+
+
+def project_function(func, module: str, defs: dict, origins: dict) -> str | None:
+    """"module.function" of a call's callee when it names a top-level def of this file or a name imported from
+    a project module (whether it is a factory is known once every file is scanned)."""
+    name = dotted(func)
+    if name is None or "." in name:
+        return None
+    if defs.get(name):
+        return f"{module}.{name}"
+    return origins.get(name)
+
+
+def wanted(uses: list) -> set:
+    """Every "module.function" a deferred callable of ``uses`` asks about (the factories' own arguments too)."""
+    out: set = set()
+    todo = [entry for use in uses for entry in use.callables]
+    while todo:
+        _slot, _name, _sig, deferred = todo.pop()
+        if deferred and deferred[0] == FACTORY:
+            out.add(deferred[1])
+            todo += [(slot, *arg) for slot, arg in deferred[2]]
+    return out
+
+
+def file_factories(tree: ast.Module, callable_of) -> dict:
+    """name -> factory_of's answer for each top-level function of a module that returns functions."""
+    defs = {n.name: signature(n.args) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return {node.name: found for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for found in (factory_of(node, defs, callable_of),) if found}
