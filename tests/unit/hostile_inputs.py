@@ -471,14 +471,21 @@ def dataclass_with_check(test: str, annotation: str = "int", default: str = "1")
             f"    def __post_init__(self):\n        assert {test}, f'x is {{self.x!r}}'\n")
 
 
-PRECHECK_PROGRAM = """
-import json
-from compat import precheck
-from compat.tooling.extract import extract_class
-from compat.registry import schema_from_snapshot
-schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"), config="ddp")
-env = precheck.environment(schema, {{"x": {value}}})
-found, counts = precheck.run(schema, env)
-message = str(precheck.error_for(found, env, schema)) if found else None
-print(json.dumps({{"fires": found is not None, **counts, "message": message}}))
-"""
+def precheck_outcome(source: str, value: str) -> dict:
+    """The pre-check of class ``C`` in ``source`` on ``x`` = the expression ``value``: whether it fires, the
+    evaluated / not-evaluated counts and the message; PRECHECK_PROGRAM prints the same from a child."""
+    from compat import precheck
+    from compat.registry import schema_from_snapshot
+    from compat.tooling.extract import extract_class
+
+    schema = schema_from_snapshot("0.99.0", "candidate", extract_class(source, "C"), config="ddp")
+    env = precheck.environment(schema, {"x": eval(value)})  # a literal expression of the test's, e.g. 10 ** 1000
+    found, counts = precheck.run(schema, env)
+    message = str(precheck.error_for(found, env, schema)) if found else None
+    return {"fires": found is not None, **counts, "message": message}
+
+
+# In a child, for checks that would take gigabytes if the evaluator's caps failed (the child's peak memory is read).
+PRECHECK_PROGRAM = (f"import json, sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                    "from hostile_inputs import precheck_outcome\n"
+                    "print(json.dumps(precheck_outcome({source!r}, {value!r})))\n")
