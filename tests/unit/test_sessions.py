@@ -58,3 +58,12 @@ def test_ci_runs_the_slow_tests_and_the_full_hypothesis_profile_a_local_run_skip
     assert not runs_slow_tests({}) and hypothesis_profile({}) == "quick"
     assert not runs_slow_tests({"CI": "false"}) and runs_slow_tests({"MCORE_COMPAT_SLOW": "1"})
     assert hypothesis_profile({"CI": "true", "HYPOTHESIS_PROFILE": "quick"}) == "quick"
+
+
+def test_no_test_fixes_its_own_hypothesis_example_count():
+    """max_examples comes from the profile (quick locally, full in CI): a test that passes its own ignores both."""
+    fixed = [f"{p.relative_to(ROOT)}:{node.lineno}" for p in sorted((ROOT / "tests").rglob("*.py"))
+             if p.name != "conftest.py"
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.keyword) and node.arg == "max_examples"]
+    assert fixed == [], f"max_examples given outside tests/conftest.py's profiles: {fixed}"
