@@ -848,11 +848,11 @@ def test_cli_attack(name, tmp_path):
         attack.after(tmp_path, run)
 
 
-@pytest.mark.parametrize("name", ["against-5000-digits", "latest-directory-as-dot-slash-path",
+@pytest.mark.parametrize("name", ["against-5000-digits", "latest-keyword-wins-over-directory",
                                   "r2-accept-registry-is-matrix"])
 def test_a_row_run_in_process_sees_what_a_child_sees(name, tmp_path):
     """``call_cli`` stands in for ``run_cli`` in the rows that need no process: the same exit code, stdout and
-    stderr, byte for byte (a usage error from argparse, a report from a cwd and env row, a matrix gate's error)."""
+    stderr, byte for byte (a usage error from argparse, a row with its own cwd and env, a matrix gate's error)."""
     kwargs = CATALOGUE[name].build(tmp_path)
     args = kwargs.pop("args")
     assert not H.needs_a_process(env=kwargs.get("env"), max_rss_mib=CATALOGUE[name].max_rss_mib)
