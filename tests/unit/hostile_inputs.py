@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ def call_cli(args, *, cwd=None, env=None, matrix_tools: bool | None = None) -> R
     else:
         entry = compat_main
     out, err = _captured("strict"), _captured("backslashreplace")  # a child's defaults under PYTHONIOENCODING=utf-8
-    with _process_state(cwd, env), open(os.devnull) as stdin, \
+    with _process_state(cwd, env), _warnings_as_a_child_shows_them(), open(os.devnull) as stdin, \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         saved_stdin, sys.stdin = sys.stdin, stdin
         try:
@@ -117,6 +118,22 @@ def _captured(errors: str) -> io.TextIOWrapper:
 
 def _text(stream: io.TextIOWrapper) -> str:
     return stream.buffer.getvalue().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _warnings_as_a_child_shows_them():
+    """A fresh interpreter's warning filters, and a warning printed to (the captured) stderr, not recorded by
+    pytest: a warning the CLI lets escape shows in the output, as it would from ``python -m compat``."""
+    def to_stderr(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category, append=True)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        warnings.showwarning = to_stderr
+        yield
 
 
 @contextlib.contextmanager
