@@ -2,6 +2,7 @@
 runs whole on every call, only the facts read from a file already read (same name, same bytes) are reused."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 from collections.abc import Callable, Iterator
@@ -29,9 +30,9 @@ def memoized(extract: Callable[[Path], dict]) -> Callable[[Path], dict]:
     return extract_once
 
 
-@pytest.fixture(scope="module")
-def one_extraction_per_candidate() -> Iterator[None]:
-    """For the module that uses it (autouse there): the gate's extraction memoized for the module's tests."""
+@contextlib.contextmanager
+def extraction_memoized() -> Iterator[None]:
+    """The gate's extraction memoized while the block runs (a module-scoped fixture holds it for a module)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(candidate, "extract_candidate", memoized(candidate.extract_candidate))
         yield

@@ -18,15 +18,17 @@ from compat import version as _v
 from compat.configs import ALL_PATHS
 from compat.tooling.extract import DDP_PATH
 from compat.registry import load_json, registry
-from extraction_memo import one_extraction_per_candidate  # noqa: F401  (the fixture)
+from extraction_memo import extraction_memoized
 
 ROOT = Path(__file__).resolve().parents[2]
 network = pytest.mark.network
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _gated_releases_extracted_once(one_extraction_per_candidate):
+def _gated_releases_extracted_once():
     """0.19.2 is gated six times below: its wheel is read once per worker, each test keeps its own gate run."""
+    with extraction_memoized():
+        yield
 
 
 def run_cli(*args, env=None, matrix_tools=False):
