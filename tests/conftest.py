@@ -1,4 +1,5 @@
 import functools
+import gc
 import importlib.util
 import os
 import sys
@@ -89,6 +90,9 @@ def pytest_collection_finish(session):
     expected = os.environ.get("MCORE_COMPAT_EXPECT_MEGATRON")
     if expected and any("megatron" in item.keywords for item in session.items):
         _import_megatron_or_fail(expected)
+    # What collection imported lives to the end of the run: out of the cyclic collector's reach, its full passes
+    # no longer walk every test module, item and registry again (a serial unit run spent 6.8 of 41 CPU s in GC).
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

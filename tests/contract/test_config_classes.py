@@ -218,7 +218,8 @@ def test_no_pre_check_refuses_a_config_megatron_accepts(config, installed):
 
     dtypes = {f.name for f in entry.fields if "dtype" in f.type.kinds()}
 
-    @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    # max_examples from the profile tests/run_policy.py picks (quick locally, full in CI; tests/conftest.py)
+    @settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(drawn_config(config, names))
     def run(overrides):
         try:  # any refusal counts: a pre-check (ConstraintError) or a type/Literal check

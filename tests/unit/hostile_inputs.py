@@ -1,8 +1,11 @@
 """Builders of hostile and odd inputs for test_hostile.py and test_archive.py: candidates rendered from the
 registry (no network), hand-made zip and tar archives whose headers lie, decompression bombs made in
-milliseconds, FIFOs, and a runner for the real CLI in a subprocess that also reports the child's peak memory."""
+milliseconds, FIFOs, and two runners of the real CLI: in a subprocess that also reports the child's peak memory
+(``run_cli``), and in this process (``call_cli``, no interpreter start-up) where a row needs nothing a process
+shows (``needs_a_process``)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import struct
@@ -10,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -71,6 +75,82 @@ def cli_argv(args) -> list[str]:
     args = [str(a) for a in args]
     return [sys.executable, str(ROOT / "tools" / "matrix.py"), *args] if is_matrix_gate(args) else \
         [sys.executable, "-m", "compat", *args]
+
+
+def needs_a_process(*, env=None, stdout=None, max_rss_mib=None) -> bool:
+    """Whether a CLI run can only be checked in a child: its own peak memory, a stdout descriptor handed to it (a
+    closed pipe, /dev/full, none at all) or a ``PYTHON*`` variable, which only interpreter start-up reads."""
+    return max_rss_mib is not None or stdout is not None or any(k.startswith("PYTHON") for k in (env or {}))
+
+
+def call_cli(args, *, cwd=None, env=None, matrix_tools: bool | None = None) -> Run:
+    """What ``run_cli`` runs, called in this process: the entry function of ``python -m compat`` (or of
+    ``tools/matrix.py`` for a matrix gate, or where ``matrix_tools``) with ARGS, stdout and stderr captured as the
+    child's would be (UTF-8, stdin from /dev/null), a SystemExit (argparse) taken as the exit code. ``env`` and
+    ``cwd`` hold for the call only; an exception that escapes the entry function propagates (a child would print
+    its traceback). ``max_rss_mib`` is nan: a row that checks peak memory needs a process (``needs_a_process``)."""
+    from compat.tooling.cli import main as compat_main
+
+    argv = [str(a) for a in args]
+    if is_matrix_gate(argv) if matrix_tools is None else matrix_tools:
+        from tools.matrix import main as entry
+    else:
+        entry = compat_main
+    out, err = _captured("strict"), _captured("backslashreplace")  # a child's defaults under PYTHONIOENCODING=utf-8
+    with _process_state(cwd, env), _warnings_as_a_child_shows_them(), open(os.devnull) as stdin, \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        saved_stdin, sys.stdin = sys.stdin, stdin
+        try:
+            code = entry(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdin = saved_stdin
+            out.flush()
+            err.flush()
+    return Run(code, _text(out), _text(err), float("nan"))
+
+
+def _captured(errors: str) -> io.TextIOWrapper:
+    # no fileno(): the CLI's "silence stdout after a failed write" (os.dup2 onto it) cannot reach pytest's own fd 1
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors=errors, write_through=True)
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    return stream.buffer.getvalue().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _warnings_as_a_child_shows_them():
+    """A fresh interpreter's warning filters, and a warning printed to (the captured) stderr, not recorded by
+    pytest: a warning the CLI lets escape shows in the output, as it would from ``python -m compat``."""
+    def to_stderr(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category, append=True)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        warnings.showwarning = to_stderr
+        yield
+
+
+@contextlib.contextmanager
+def _process_state(cwd, env):
+    """The environment (as run_cli builds it for its child) and working directory of one call, restored after."""
+    saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
+    os.environ.update({k: str(v) for k, v in (env or {}).items()})
+    os.environ.pop("MCORE_COMPAT_TRACEBACK", None)
+    os.chdir(cwd or ROOT)
+    tempfile.tempdir = None  # tempfile reads TMPDIR once and keeps it: a child would read this call's
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        tempfile.tempdir = saved_tempdir
 
 
 def run_python(code: str, *, timeout=120) -> Run:
@@ -408,14 +488,21 @@ def dataclass_with_check(test: str, annotation: str = "int", default: str = "1")
             f"    def __post_init__(self):\n        assert {test}, f'x is {{self.x!r}}'\n")
 
 
-PRECHECK_PROGRAM = """
-import json
-from compat import precheck
-from compat.tooling.extract import extract_class
-from compat.registry import schema_from_snapshot
-schema = schema_from_snapshot("0.99.0", "candidate", extract_class({source!r}, "C"), config="ddp")
-env = precheck.environment(schema, {{"x": {value}}})
-found, counts = precheck.run(schema, env)
-message = str(precheck.error_for(found, env, schema)) if found else None
-print(json.dumps({{"fires": found is not None, **counts, "message": message}}))
-"""
+def precheck_outcome(source: str, value: str) -> dict:
+    """The pre-check of class ``C`` in ``source`` on ``x`` = the expression ``value``: whether it fires, the
+    evaluated / not-evaluated counts and the message; PRECHECK_PROGRAM prints the same from a child."""
+    from compat import precheck
+    from compat.registry import schema_from_snapshot
+    from compat.tooling.extract import extract_class
+
+    schema = schema_from_snapshot("0.99.0", "candidate", extract_class(source, "C"), config="ddp")
+    env = precheck.environment(schema, {"x": eval(value)})  # a literal expression of the test's, e.g. 10 ** 1000
+    found, counts = precheck.run(schema, env)
+    message = str(precheck.error_for(found, env, schema)) if found else None
+    return {"fires": found is not None, **counts, "message": message}
+
+
+# In a child, for checks that would take gigabytes if the evaluator's caps failed (the child's peak memory is read).
+PRECHECK_PROGRAM = (f"import json, sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                    "from hostile_inputs import precheck_outcome\n"
+                    "print(json.dumps(precheck_outcome({source!r}, {value!r})))\n")

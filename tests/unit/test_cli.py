@@ -4,16 +4,23 @@ import sys
 
 import pytest
 
+import hostile_inputs as H
 from compat.tooling.cli import main
 
 
 def run(*args):
+    """``python -m compat ARGS`` in a child: the entry point and the interpreter's exit code (test_exit_codes)."""
     return subprocess.run([sys.executable, "-m", "compat", *args], capture_output=True, text=True)
+
+
+def here(*args):
+    """The same command called in this process (hostile_inputs.call_cli): what it prints and returns."""
+    return H.call_cli(args)
 
 
 @pytest.mark.parametrize("version, name", [("0.13.1", "use_custom_fsdp"), ("0.19.2", "use_megatron_fsdp")])
 def test_explain_shows_the_versions_name_with_provenance(version, name):
-    proc = run("explain", "--mcore", version, "--set", "use_megatron_fsdp=true", "--json")
+    proc = here("explain", "--mcore", version, "--set", "use_megatron_fsdp=true", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["kwargs"] == {name: True}
@@ -22,15 +29,15 @@ def test_explain_shows_the_versions_name_with_provenance(version, name):
 
 
 def test_explain_lists_every_canonical_field_with_a_source():
-    out = json.loads(run("explain", "--mcore", "0.16.1", "--optimizer", "adam", "--json").stdout)
+    out = json.loads(here("explain", "--mcore", "0.16.1", "--optimizer", "adam", "--json").stdout)
     assert out["fields"]["grad_reduce_in_fp32"]["source"] == "resolver"
     assert {f["source"] for f in out["fields"].values()} == {"resolver", "megatron-default", "absent"}
     assert out["fields"]["num_buckets"]["source"] == "absent"
 
 
 def test_explain_precision_aware_flags():
-    out = json.loads(run("explain", "--mcore", "0.19.2", "--precision-aware", "--main-grads-dtype", "bf16",
-                         "--json").stdout)
+    out = json.loads(here("explain", "--mcore", "0.19.2", "--precision-aware", "--main-grads-dtype", "bf16",
+                          "--json").stdout)
     # the precision-aware optimizer is a DistributedOptimizer: DDP follows (cross rule)
     assert out["kwargs"] == {"grad_reduce_in_fp32": False, "use_distributed_optimizer": True}
     assert out["fields"]["use_distributed_optimizer"]["source"] == "cross-config rule"
@@ -51,7 +58,7 @@ def test_exit_codes(args, code, phrase):
 
 
 def test_fields_json():
-    out = json.loads(run("fields", "--mcore", "0.8.0", "--json").stdout)
+    out = json.loads(here("fields", "--mcore", "0.8.0", "--json").stdout)
     assert [f["name"] for f in out["fields"]] == ["grad_reduce_in_fp32", "overlap_grad_reduce",
                                                   "use_distributed_optimizer", "check_for_nan_in_grad",
                                                   "bucket_size", "average_in_collective"]
@@ -73,8 +80,8 @@ def test_import_does_not_import_torch_or_megatron():
 
 # ------------------------------------------------------------------------------------ every config class
 def test_explain_config_transformer_lists_every_field_with_checks():
-    proc = run("explain", "--config", "transformer", "--mcore", "0.16.1", "--set", "num_layers=2",
-               "--set", "first_pipeline_num_layers=1", "--json")
+    proc = here("explain", "--config", "transformer", "--mcore", "0.16.1", "--set", "num_layers=2",
+                "--set", "first_pipeline_num_layers=1", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["class"] == "TransformerConfig" and out["kwargs"] == {"num_layers": 2,
@@ -84,7 +91,7 @@ def test_explain_config_transformer_lists_every_field_with_checks():
 
 
 def test_fields_config_mla_lists_checks_and_why_some_are_not_pre_checked():
-    out = json.loads(run("fields", "--config", "mla", "--mcore", "0.19.2", "--json").stdout)
+    out = json.loads(here("fields", "--config", "mla", "--mcore", "0.19.2", "--json").stdout)
     assert out["class"] == "MLATransformerConfig" and out["bases"] == ["TransformerConfig", "ModelParallelConfig"]
     assert len(out["fields"]) == 322 and len(out["checks"]) == 202
     skipped = [c for c in out["checks"] if not c["pre_checked"]]
@@ -101,17 +108,17 @@ def test_fields_config_mla_lists_checks_and_why_some_are_not_pre_checked():
     (["explain", "--config", "pipeline"], 2, "invalid choice"),
 ])
 def test_config_exit_codes(args, code, phrase):
-    proc = run(*args)
+    proc = here(*args)
     assert proc.returncode == code and phrase in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_explain_from_a_json_file(tmp_path):
     path = tmp_path / "optimizer.json"
     path.write_text(json.dumps({"optimizer": "adam", "muon_use_nesterov": True, "lr": 1e-4}))
-    out = json.loads(run("explain", "--config", "optimizer", "--mcore", "0.18.0", "--from", str(path),
-                         "--set", "lr=3e-4", "--json").stdout)
+    out = json.loads(here("explain", "--config", "optimizer", "--mcore", "0.18.0", "--from", str(path),
+                          "--set", "lr=3e-4", "--json").stdout)
     assert out["kwargs"] == {"optimizer": "adam", "muon_nesterov": True, "lr": 3e-4}
-    assert run("explain", "--from", str(tmp_path / "missing.json")).returncode == 2
+    assert here("explain", "--from", str(tmp_path / "missing.json")).returncode == 2
 
 
 def test_import_loads_no_submodule_and_every_export_resolves():
@@ -165,7 +172,7 @@ def test_a_command_imports_only_what_it_needs(argv, absent, present):
 def test_help_lists_every_command_from_the_table():
     from compat.tooling.cli import COMMANDS
 
-    listing = " ".join(run("--help").stdout.split())  # argparse wraps long help lines
+    listing = " ".join(here("--help").stdout.split())  # argparse wraps long help lines
     for name, command in COMMANDS.items():
         assert f"{name} {command.help}" in listing
         with pytest.raises(SystemExit) as done:  # the table's module and function load and take --help

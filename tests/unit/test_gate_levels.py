@@ -145,7 +145,7 @@ def test_accept_refuses_a_candidate_without_transformer_config(tmp_path):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text('pins:\n  - version: "0.19.2"\n    python: "3.12"\n    torch: "2.13.0+cpu"\n')
     before = reg_copy.read_bytes(), matrix.read_bytes()
-    run = H.run_cli(["gate", str(wheel), "--registry", str(reg_copy), "--matrix", str(matrix), "--accept"])
+    run = H.call_cli(["gate", str(wheel), "--registry", str(reg_copy), "--matrix", str(matrix), "--accept"])
     assert run.returncode == 3 and "lacks TransformerConfig" in run.stderr and "MLATransformerConfig" in run.stderr
     assert (reg_copy.read_bytes(), matrix.read_bytes()) == before
 

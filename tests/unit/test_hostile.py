@@ -1,5 +1,7 @@
-"""Hostile and odd input: one row per attack, run through the real CLI in a subprocess (the surface a user and the
-weekly gate job have), plus the API rows where the CLI is not the surface.
+"""Hostile and odd input: one row per attack, run through the real CLI (the surface a user and the weekly gate job
+have): in a subprocess where the row checks what only a process shows (peak memory, a broken or missing stdout,
+a PYTHON* variable), else in this process through the same entry function; plus the API rows where the CLI is not
+the surface.
 
 Every CLI row checks the exit code, that stderr is exactly one line for exit 2/3 (``error: ...`` /
 ``usage error: ...``), that no traceback or internal error escaped, that no ANSI escape reaches stdout, and a key
@@ -26,6 +28,7 @@ import pytest
 
 import compat
 import hostile_inputs as H
+from extraction_memo import memoized
 from compat import CompatError, VersionError
 from compat.errors import InvalidValueError
 from compat.tooling import vendor as vendor_module
@@ -823,10 +826,12 @@ def test_cli_attack(name, tmp_path):
     stdout = kwargs.pop("stdout", None)
     if stdout == -1:
         run = _run_with_stdout_closed(kwargs["args"])
-    else:
+    elif H.needs_a_process(env=kwargs.get("env"), stdout=stdout, max_rss_mib=attack.max_rss_mib):
         run = H.run_cli(kwargs.pop("args"), stdout=stdout, **kwargs)
         if isinstance(stdout, int):
             os.close(stdout)
+    else:  # the same command without a child's start-up (~0.1 s of CPU a row)
+        run = H.call_cli(kwargs.pop("args"), **kwargs)
     assert run.returncode == attack.code, (run.returncode, run.stdout[-2000:], run.stderr[-2000:])
     assert "Traceback" not in run.stderr and "internal error" not in run.stderr, run.stderr[-2000:]
     assert "\x1b" not in run.stdout + run.stderr
@@ -841,6 +846,19 @@ def test_cli_attack(name, tmp_path):
         assert run.max_rss_mib < attack.max_rss_mib, f"peak memory {run.max_rss_mib:.0f} MiB"
     if attack.after:
         attack.after(tmp_path, run)
+
+
+@pytest.mark.parametrize("name", ["against-5000-digits", "latest-keyword-wins-over-directory",
+                                  "r2-accept-registry-is-matrix"])
+def test_a_row_run_in_process_sees_what_a_child_sees(name, tmp_path):
+    """``call_cli`` stands in for ``run_cli`` in the rows that need no process: the same exit code, stdout and
+    stderr, byte for byte (a usage error from argparse, a row with its own cwd and env, a matrix gate's error)."""
+    kwargs = CATALOGUE[name].build(tmp_path)
+    args = kwargs.pop("args")
+    assert not H.needs_a_process(env=kwargs.get("env"), max_rss_mib=CATALOGUE[name].max_rss_mib)
+    child, here = H.run_cli(args, **kwargs), H.call_cli(args, **kwargs)
+    assert (here.returncode, here.stdout, here.stderr) == (child.returncode, child.stdout, child.stderr)
+    assert here.returncode == CATALOGUE[name].code
 
 
 def _run_with_stdout_closed(args) -> H.Run:
@@ -966,7 +984,7 @@ def test_full_disk_midway_leaves_the_old_files_and_later_commands_work(tmp_path,
     monkeypatch.undo()
     assert {p: p.read_bytes() for p in (reg, mat)} == before  # both old files intact, none truncated
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    run = H.run_cli(["gate", wheel, "--registry", reg])
+    run = H.call_cli(["gate", wheel, "--registry", reg])
     assert run.returncode == 0 and "vs registry 0.19.2: COMPATIBLE" in run.stdout, run.stderr
 
 
@@ -1068,9 +1086,7 @@ def test_evaluator_skips_a_check_that_would_exceed_its_caps(name):
     ("'%5d|' % self.x == '    1|'", "1", False),
 ])
 def test_evaluator_bounds_ints_and_still_evaluates_small_values(test, value, fires):
-    run = H.run_python(H.PRECHECK_PROGRAM.format(source=H.dataclass_with_check(test), value=value))
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout)
+    out = H.precheck_outcome(H.dataclass_with_check(test), value)  # in process: nothing here can take gigabytes
     assert out["fires"] is bool(fires) and out["not_evaluated"] == (1 if fires is None else 0), out
     if fires:
         assert out["message"].startswith("megatron-core 0.99.0 rejects") and len(out["message"]) < 5000
@@ -1107,16 +1123,17 @@ def test_one_line_is_bounded_and_keeps_both_ends():
 
 def test_explain_set_refuses_nan_and_overflowing_floats():
     for raw in ("NaN", "-Infinity", "1e999"):
-        run = H.run_cli(["explain", "--set", f"bucket_size={raw}"])
+        run = H.call_cli(["explain", "--set", f"bucket_size={raw}"])
         assert run.returncode == 2 and raw in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
 # ------------------------------------------------------------------------------------ issue 17: checkpoints, locks
 def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
     from compat.tooling.cli import main
-    from compat.tooling.gate import lanes
+    from compat.tooling.gate import candidate, lanes
 
     wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
+    monkeypatch.setattr(candidate, "extract_candidate", memoized(candidate.extract_candidate))  # one wheel, 5 gates
     assert main(["gate", wheel]) == 0 and "## Checkpoints" in capsys.readouterr().out  # the section, when readable
 
     for bad in ({"pairs": [{"saved_on": "0.19.2"}]}, {"pairs": "x"}, [], {"pairs": [
@@ -1131,9 +1148,10 @@ def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path
 
 def test_malformed_training_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
     from compat.tooling.cli import main
-    from compat.tooling.gate import lanes
+    from compat.tooling.gate import candidate, lanes
 
     wheel = str(H.wheel(tmp_path / "megatron_core-0.20.0-py3-none-any.whl", version="0.20.0"))
+    monkeypatch.setattr(candidate, "extract_candidate", memoized(candidate.extract_candidate))  # one wheel, 5 gates
     assert main(["gate", wheel]) == 0 and "## Training" in capsys.readouterr().out  # the section, when readable
     for bad in ({"pairs": [{"old": "0.19.2", "new": "0.20.0", "variants": []}]}, {"pairs": None}):
         monkeypatch.setattr(lanes, "load_json",
@@ -1225,9 +1243,7 @@ def test_the_checks_of_one_call_share_one_work_budget():
     not evaluated once the call's budget is spent (16 M characters), instead of 400 x 99 KB of work per call."""
     body = "".join("        assert len('a' * 99000) > 0, 'never'\n" for _ in range(400))
     source = H.dataclass_with_check("self.x > 0") + body
-    run = H.run_python(H.PRECHECK_PROGRAM.format(source=source, value="1"))
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout)
+    out = H.precheck_outcome(source, "1")  # in process: the budget is what keeps it at 16 M characters
     assert out["checks"] == 401 and not out["fires"], out
     assert 100 < out["evaluated"] < 200 and out["evaluated"] + out["not_evaluated"] == 401, out
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from source_trees import parsed
 import compat
 from compat.tooling import vendor
 
@@ -29,7 +30,7 @@ def imported_modules(path: Path, name: str | None = None) -> list[tuple[int, str
     name = name or _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -76,7 +77,7 @@ def test_public_calls_load_no_tooling_module():
 
 def _json_names(paths) -> set[str]:
     """Every ``*.json`` file name the modules spell as a string constant."""
-    return {node.value for p in paths for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+    return {node.value for p in paths for node in ast.walk(parsed(p))
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".json")}
 
 
@@ -153,14 +154,14 @@ def test_messages_name_the_command_the_way_the_package_was_imported(tmp_path):
     shutil.rmtree(host / "_vendor" / "mc" / "tooling")
     assert run() == "mcore-compat fields"
     spelled = [f"{p.relative_to(PACKAGE)}:{node.lineno}" for p in PACKAGE.rglob("*.py")
-               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               for node in ast.walk(parsed(p))
                if isinstance(node, ast.Constant) and isinstance(node.value, str) and "python -m compat" in node.value
                and not (isinstance(node, ast.Constant) and _is_docstring(p, node))]
     assert not spelled
 
 
 def _is_docstring(path: Path, node: ast.Constant) -> bool:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     holders = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return any(h.body and isinstance(h.body[0], ast.Expr) and h.body[0].value.lineno == node.lineno
                and h.body[0].value.col_offset == node.col_offset for h in holders)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from source_trees import parsed
 import compat
 from compat import ConstraintError, ddp_kwargs, resolve
 from compat import version as v
@@ -170,7 +171,7 @@ def test_no_internal_function_defaults_config_to_ddp():
     """Only the public API (compat.__all__: resolve, ...) keeps DDP as its documented default."""
     found = [f"{path.relative_to(PACKAGE)}:{line} {name}({arg}='ddp')"
              for path in sorted(PACKAGE.rglob("*.py"))
-             for name, arg, line in _ddp_defaults(ast.parse(path.read_text(encoding="utf-8")))
+             for name, arg, line in _ddp_defaults(parsed(path))
              if name not in compat.__all__]
     assert found == []
 
@@ -187,7 +188,7 @@ def test_no_runtime_branch_on_the_ddp_key():
     (Every release has a DistributedDataParallelConfig: the extractor and the registry check insist on one.)"""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops) and any(
                     isinstance(c, ast.Constant) and c.value == "ddp" for c in [node.left, *node.comparators]):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")

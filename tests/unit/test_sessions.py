@@ -3,10 +3,10 @@ registry-only tests in `unit`, megatron-marked tests in every `mcore-<version>`,
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
+import re
 from pathlib import Path
+
+import pytest
 
 from run_policy import hypothesis_profile, runs_slow_tests
 
@@ -22,38 +22,28 @@ def selections() -> dict[str, list[str]]:
     raise AssertionError("noxfile.py defines no SELECTION")
 
 
-# One process collects every selection: pytest.main() called again in the same process reuses the imported test
-# modules, so four selections cost about one collection (four `pytest --collect-only` processes took ~25 s of CPU).
-_COLLECT_ALL = """
-import json, sys
-import pytest
-
-class Items:
+class _Collected:
     def pytest_collection_finish(self, session):
         self.ids = [item.nodeid for item in session.items]
 
-found = {}
-for name, args in json.loads(sys.argv[2]).items():
-    items = Items()
-    code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args], plugins=[items])
-    if code not in (0, 5):
-        sys.exit(f"pytest --collect-only {' '.join(args)}: exit code {code}")
-    found[name] = getattr(items, "ids", [])
-with open(sys.argv[1], "w", encoding="utf-8") as fh:
-    json.dump(found, fh)
-"""
+
+def collect_all(selections: dict[str, list[str]], monkeypatch) -> dict[str, set[str]]:
+    """Each selection's test ids, collected by pytest.main in this process: the test modules are imported already
+    (this run collected them), so the five selections cost five walks, not a fresh interpreter's imports and
+    collection (a child took ~2 s of CPU; four `pytest --collect-only` processes ~25 s)."""
+    monkeypatch.chdir(ROOT)
+    found = {}
+    for name, args in selections.items():
+        items = _Collected()
+        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+                           plugins=[items])
+        assert code in (0, 5), f"pytest --collect-only {' '.join(args)}: exit code {code}"
+        found[name] = set(getattr(items, "ids", []))
+    return found
 
 
-def collect_all(selections: dict[str, list[str]], tmp_path: Path) -> dict[str, set[str]]:
-    out = tmp_path / "collected.json"
-    proc = subprocess.run([sys.executable, "-c", _COLLECT_ALL, str(out), json.dumps(selections)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return {name: set(ids) for name, ids in json.loads(out.read_text(encoding="utf-8")).items()}
-
-
-def test_every_test_runs_somewhere_and_cpu_sessions_run_each_once(tmp_path):
-    chosen = collect_all({**selections(), "everything": ["tests"], "slow": ["tests", "-m", "slow"]}, tmp_path)
+def test_every_test_runs_somewhere_and_cpu_sessions_run_each_once(monkeypatch):
+    chosen = collect_all({**selections(), "everything": ["tests"], "slow": ["tests", "-m", "slow"]}, monkeypatch)
     everything, slow = chosen.pop("everything"), chosen.pop("slow")
     assert len(everything) > 300
     assert slow and slow <= everything  # slow tests are skipped only outside CI (the test below), so CI runs them
@@ -69,3 +59,11 @@ def test_ci_runs_the_slow_tests_and_the_full_hypothesis_profile_a_local_run_skip
     assert not runs_slow_tests({}) and hypothesis_profile({}) == "quick"
     assert not runs_slow_tests({"CI": "false"}) and runs_slow_tests({"MCORE_COMPAT_SLOW": "1"})
     assert hypothesis_profile({"CI": "true", "HYPOTHESIS_PROFILE": "quick"}) == "quick"
+
+
+def test_no_test_fixes_its_own_hypothesis_example_count():
+    """max_examples comes from the profile (quick locally, full in CI): a test that passes its own ignores both."""
+    given = re.compile(r"\bmax_examples\s*=")
+    fixed = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+             if p.name != "conftest.py" and given.search(p.read_text(encoding="utf-8"))]
+    assert fixed == [], f"max_examples given outside tests/conftest.py's profiles: {fixed}"

@@ -13,6 +13,7 @@ from pathlib import Path
 import packaging
 import pytest
 
+from source_trees import parsed
 import compat
 from compat.tooling import vendor as v
 from compat.tooling.cli import main
@@ -53,7 +54,7 @@ def test_no_absolute_self_imports():
     """A vendored copy lives under another name: `compat.x` / `from compat import` would break it."""
     bad = []
     for path in sorted(COMPAT_DIR.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

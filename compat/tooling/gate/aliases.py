@@ -52,6 +52,13 @@ class _Module:
             self.tree = ast.parse(raw) if raw is not None else None
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             self.tree = None
+        self._module_imports: dict[str, tuple[str, str]] | None = None
+
+    def module_imports(self) -> dict[str, tuple[str, str]]:
+        """``imports`` of the whole file, walked once however many of its classes ask."""
+        if self._module_imports is None:
+            self._module_imports = self.imports(self.tree)
+        return self._module_imports
 
     def imports(self, scope) -> dict[str, tuple[str, str]]:
         """Local name -> (file, name there) for ``from megatron.x import y`` statements in ``scope``."""
@@ -93,10 +100,11 @@ def _helper_map(module: _Module, func: ast.FunctionDef) -> list[tuple[str, str, 
     return out
 
 
-def _rewrites(module: _Module, post_init: ast.FunctionDef) -> list[tuple[str, str, str, str]]:
-    """(field, old, new, evidence) for every value rewrite in ``post_init``."""
+def _rewrites(module: _Module, post_init: ast.FunctionDef, module_at) -> list[tuple[str, str, str, str]]:
+    """(field, old, new, evidence) for every value rewrite in ``post_init``; ``module_at(path)``: the candidate's
+    parsed file at ``path``."""
     out = []
-    local_imports = {**module.imports(module.tree), **module.imports(post_init)}
+    local_imports = {**module.module_imports(), **module.imports(post_init)}
     for node in ast.walk(post_init):
         if isinstance(node, ast.If):
             for stmt in node.body:
@@ -111,7 +119,7 @@ def _rewrites(module: _Module, post_init: ast.FunctionDef) -> list[tuple[str, st
             if not name or _self_attr(node.value.args[0]) != name:
                 continue
             helper_file, helper_name = local_imports.get(node.value.func.id, (module.path, node.value.func.id))
-            helper_module = module if helper_file == module.path else _Module(module.source, helper_file)
+            helper_module = module_at(helper_file)
             func = helper_module.top(helper_name)
             if isinstance(func, ast.FunctionDef):
                 for old, new, line in _helper_map(helper_module, func):
@@ -123,14 +131,21 @@ def _rewrites(module: _Module, post_init: ast.FunctionDef) -> list[tuple[str, st
 def value_rewrites(path) -> list[dict]:
     """Every value rewrite in the ``__post_init__`` of each config class of the candidate at ``path``."""
     source = open_source(path)
+    modules: dict[str, _Module] = {}  # each file parsed once: three optimizer classes share one, two model classes
+
+    def module_at(file: str) -> _Module:
+        if file not in modules:
+            modules[file] = _Module(source, file)
+        return modules[file]
+
     out, seen = [], set()
     for key, config in CONFIGS.items():
-        module = _Module(source, config.path)
+        module = module_at(config.path)
         cls = module.top(config.class_name)
         if not isinstance(cls, ast.ClassDef):
             continue
         post = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
-        for name, old, new, evidence in _rewrites(module, post) if post else ():
+        for name, old, new, evidence in _rewrites(module, post, module_at) if post else ():
             if (config.class_name, name, old) not in seen:
                 seen.add((config.class_name, name, old))
                 out.append({"config": key, "field": name, "old": old, "new": new, "evidence": evidence})
