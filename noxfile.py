@@ -189,6 +189,8 @@ def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: boo
         args += ["-n", workers]
         if kind != "unit":  # one worker per file: a module fixture (the DDP spawn) must not run on every worker
             args += ["--dist", "loadfile"]
+        else:  # an idle worker takes queued tests from the busy one: the unit session's tail of slow rows ends sooner
+            args += ["--dist", "worksteal"]
     args += session.posargs
     try:
         done = session.run(*args, env={**_test_env(), **(extra_env or {})})

@@ -67,7 +67,9 @@ def test_a_lookup_builds_only_the_modules_it_reaches_and_a_saved_state_answers_t
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("version", ["0.8.0", "0.19.2"])
+# 0.19.2 (542 modules, ~6 s: the whole model and every module built lazily) runs in CI; 0.8.0 and the synthetic
+# wheels above keep the mechanism checked in a local run
+@pytest.mark.parametrize("version", ["0.8.0", pytest.param("0.19.2", marks=pytest.mark.slow)])
 def test_the_lazy_model_of_a_real_wheel_is_the_whole_model(version):
     path = candidate_path(version)
     lazy = _lazy(path)
