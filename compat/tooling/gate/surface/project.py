@@ -1197,6 +1197,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     unparsed: set = set()
     exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
     importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
+    bases_of: dict[str, set] = {}  # rel -> the names its class lines subclass (project_classes.base_names)
     total = 0
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
     forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
@@ -1230,7 +1231,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             continue
         scan.files += 1
         if b"class" in data:
-            subclassed |= base_names(data)
+            bases_of[rel] = base_names(data)
+            subclassed |= bases_of[rel]
         imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
         if imported:
             importers[rel] = (data, imported)
@@ -1246,13 +1248,18 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         changed = now
         if not changed:
             break
+    looked_for: set = set()
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
-        subclasses = megatron_subclass_names(scan.classes) | {
-            key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
-            if key.rsplit(".", 1)[0] in scan.classes}
+        closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
+        used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
+                         if key.rsplit(".", 1)[0] in scan.classes}
+        # a file that spelled none of the names of an earlier round still spells none of them: only new names count
+        spells = _spells_any(used - looked_for)
+        looked_for |= used
         more = [(rel, data) for rel, (data, _imported) in importers.items()
-                if rel not in per_file and rel not in unparsed and any(name.encode() in data for name in subclasses)]
+                if rel not in per_file and rel not in unparsed
+                and (spells(data) or bases_of.get(rel, set()) & subclassed_only)]
         for rel, data in more:
             scan_one(rel, data, exports)
         if not more:
@@ -1275,6 +1282,17 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                                              forwards, scan.classes), scan.factories, scan.method)
     store.save()
     return scan
+
+
+def _spells_any(names: set):
+    """A test of whether a file's bytes spell any of ``names`` as a whole identifier (a use of a class needs its
+    name as a token: ``Config`` inside ``GPTConfig`` is not one): one regex pass per file instead of one search
+    per name (hundreds of class names against thousands of files)."""
+    if not names:
+        return lambda data: False
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rb"(?<![\w])(?:" + alternatives + rb")(?![\w])")
+    return lambda data: pattern.search(data) is not None
 
 
 def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:

@@ -68,15 +68,19 @@ def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tupl
     return tuple(dict.fromkeys(megatron)), frozenset(members)
 
 
-def megatron_subclass_names(classes: dict) -> set[str]:
-    """The short names of the project classes with a megatron class somewhere up their project chain."""
+def megatron_subclass_names(classes: dict, subclassed: set[str]) -> tuple[set[str], set[str]]:
+    """The short names of the project classes with a megatron class somewhere up their project chain: (those of a
+    closed type (``closed_chain``), the only ones whose uses ``resolve_project_instances`` keeps; the others, which
+    matter only where a class line subclasses them, since that subclass may be closed)."""
     found: set[str] = set()
     while True:
         more = {origin for origin, entry in classes.items() if origin not in found
                 and (any(entry[MEGATRON_BASES]) or any(b in found for b in entry[BASES] if b))}
         if not more:
-            return {origin.rpartition(".")[2] for origin in found}
+            break
         found |= more
+    closed = {origin.rpartition(".")[2] for origin in found if closed_chain(origin, classes, subclassed) is not None}
+    return closed, {origin.rpartition(".")[2] for origin in found} - closed
 
 
 def resolve_project_instances(uses: list, classes: dict, sets: set, subclassed: set[str]) -> list:
