@@ -1249,17 +1249,19 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if not changed:
             break
     looked_for: set = set()
+    spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
         used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
                          if key.rsplit(".", 1)[0] in scan.classes}
-        # a file that spelled none of the names of an earlier round still spells none of them: only new names count
-        spells = _spells_any(used - looked_for)
+        if used - looked_for:  # a file that spelled none of an earlier round's names still spells none of them
+            spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
+                           if rel not in spelled and rel not in per_file and rel not in unparsed)
         looked_for |= used
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
-                and (spells(data) or bases_of.get(rel, set()) & subclassed_only)]
+                and (spelled.get(rel, frozenset()) & used or bases_of.get(rel, set()) & subclassed_only)]
         for rel, data in more:
             scan_one(rel, data, exports)
         if not more:
@@ -1284,15 +1286,13 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     return scan
 
 
-def _spells_any(names: set):
-    """A test of whether a file's bytes spell any of ``names`` as a whole identifier (a use of a class needs its
-    name as a token: ``Config`` inside ``GPTConfig`` is not one): one regex pass per file instead of one search
-    per name (hundreds of class names against thousands of files)."""
-    if not names:
-        return lambda data: False
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
-    pattern = re.compile(rb"(?<![\w])(?:" + alternatives + rb")(?![\w])")
-    return lambda data: pattern.search(data) is not None
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _identifiers(data: bytes) -> frozenset:
+    """Every identifier-shaped word of a file's bytes (a use of a class needs its name as a whole token:
+    ``Config`` inside ``GPTConfig`` is not one)."""
+    return frozenset(word.decode("ascii") for word in _IDENTIFIER.findall(data))
 
 
 def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
