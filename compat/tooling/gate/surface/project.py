@@ -158,7 +158,7 @@ class _FileScanner:
             entry = self.classes[name]
             entry[MEGATRON_BASES] = tuple(self.paths(b) for b in node.bases)
             closed = node.bases and all(p or m for p, m in zip(entry[BASES], entry[MEGATRON_BASES]))
-            entry[MEMBERS] = frozenset(_own_attributes(node)) if closed else OPEN  # an open class: never read
+            entry[MEMBERS] = _own_attributes(node) if closed else OPEN  # an open class: never read
         self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
                                                              self.project_class)
         self.dicts[id(self.scopes[0])] = (tree.body, None)
@@ -1042,26 +1042,47 @@ def _is_none(node) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _own_attributes(node: ast.ClassDef) -> set[str]:
+def _own_attributes(node: ast.ClassDef) -> frozenset[str]:
     """Everything a class sets or defines itself: class-body names, methods, ``self.X =`` and ``setattr`` anywhere
-    in it (a ``setattr`` with a computed name: everything, so nothing is checked)."""
+    in it (a ``setattr`` with a computed name: everything, so nothing is checked). Remembered on the node: a
+    top-level class is read for its members and again where its body is scanned."""
+    found = node.__dict__.get("_compat_own")
+    if found is None:
+        found = node._compat_own = frozenset(_walk_own_attributes(node))
+    return found
+
+
+def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
+    # every node of the class, in no particular order (a set is built): the fields read inline, as in
+    # pysource.count_nodes, since this runs on every closed class of every scanned file
     names: set[str] = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and not isinstance(sub.ctx, ast.Load):
-            names.add(sub.attr)
-        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
-            names.add(sub.name)
-        elif isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
-            names.add(sub.id)
-        elif isinstance(sub, ast.Call) and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
-                                                                                        "register_parameter",
-                                                                                        "add_module"):
+    stack, node_type, load = [node], ast.AST, ast.Load
+    while stack:
+        sub = stack.pop()
+        kind = type(sub)
+        if kind is ast.Attribute:
+            if type(sub.ctx) is not load:
+                names.add(sub.attr)
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if sub is not node:
+                names.add(sub.name)
+        elif kind is ast.Name:
+            if type(sub.ctx) is not load:
+                names.add(sub.id)
+        elif kind is ast.Call and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
+                                                                             "register_parameter", "add_module"):
             first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
                 sub.args[0] if sub.args else None)
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
             else:
                 names.add("*")
+        for field in sub._fields:
+            value = getattr(sub, field, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                stack.append(value)
     return {"*"} | names if "*" in names else names
 
 
@@ -1259,9 +1280,10 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
                            if rel not in spelled and rel not in per_file and rel not in unparsed)
         looked_for |= used
+        wanted = {name.encode() for name in used}
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
-                and (spelled.get(rel, frozenset()) & used or bases_of.get(rel, set()) & subclassed_only)]
+                and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
         for rel, data in more:
             scan_one(rel, data, exports)
         if not more:
@@ -1290,9 +1312,9 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _identifiers(data: bytes) -> frozenset:
-    """Every identifier-shaped word of a file's bytes (a use of a class needs its name as a whole token:
+    """Every identifier-shaped word of a file's bytes, as bytes (a use of a class needs its name as a whole token:
     ``Config`` inside ``GPTConfig`` is not one)."""
-    return frozenset(word.decode("ascii") for word in _IDENTIFIER.findall(data))
+    return frozenset(_IDENTIFIER.findall(data))
 
 
 def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
