@@ -143,14 +143,19 @@ def releases(tmp_path, monkeypatch):
     return paths
 
 
-def fresh_releases(tmp_path, monkeypatch) -> dict:
-    """Three synthetic release wheels in an isolated cache, none modelled yet."""
+def synthetic_releases(tmp_path, monkeypatch, files_by_version: dict) -> dict:
+    """A synthetic release wheel per version (its files) in an isolated cache, which the index lists (no
+    network); none modelled yet."""
     wheels = tmp_path / "cache" / "wheels"
     monkeypatch.setenv("MCORE_COMPAT_CACHE", str(wheels.parent))
-    paths = {"0.1.0": make_wheel(wheels, "0.1.0", BASE), "0.1.5": make_wheel(wheels, "0.1.5", MID),
-             "0.2.0": make_wheel(wheels, "0.2.0", NEW)}
+    paths = {version: make_wheel(wheels, version, files) for version, files in files_by_version.items()}
     monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
     return paths
+
+
+def fresh_releases(tmp_path, monkeypatch) -> dict:
+    """Three synthetic release wheels in an isolated cache, none modelled yet."""
+    return synthetic_releases(tmp_path, monkeypatch, {"0.1.0": BASE, "0.1.5": MID, "0.2.0": NEW})
 
 
 def test_a_first_run_models_only_the_candidate_and_the_release_before_it(tmp_path, monkeypatch):

@@ -11,14 +11,8 @@ from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.conditions import always, describe, simplify
 from compat.tooling.gate.surface.release_gate import surface_gate
 from test_surface import make_project, make_wheel
+from test_surface_classes import SPEC_UTILS
 
-SPEC_UTILS = """
-    class ModuleSpec:
-        def __init__(self, module, params=None, submodules=None):
-            self.module = module
-    def build_module(spec, *args, **kwargs):
-        return spec.module(*args, **kwargs)
-    """
 LAYER = """
     from megatron.core.spec_utils import build_module
     class LayerSubmodules:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
+from test_surface import make_project, synthetic_releases
 
 CALLEE = """
     class DatasetConfig:
@@ -19,13 +18,9 @@ CALLEE = """
 
 @pytest.fixture
 def wheels(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "wheels"
-    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
-    paths = {version: make_wheel(cache, version, {"megatron/core/__init__.py": "",
-                                                  "megatron/core/datasets.py": CALLEE.format(extra=extra)})
-             for version, extra in (("0.3.0", "renormalize=False, "), ("0.4.0", ""))}
-    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
-    return paths
+    return synthetic_releases(tmp_path, monkeypatch, {
+        version: {"megatron/core/__init__.py": "", "megatron/core/datasets.py": CALLEE.format(extra=extra)}
+        for version, extra in (("0.3.0", "renormalize=False, "), ("0.4.0", ""))})
 
 
 PROJECT = """

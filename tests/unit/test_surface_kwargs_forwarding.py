@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
+from test_surface import make_project, synthetic_releases
 
 CONFIG = """
     class ParallelConfig:
@@ -23,13 +22,9 @@ CONFIG = """
 
 @pytest.fixture
 def wheels(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "wheels"
-    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
-    paths = {version: make_wheel(cache, version, {"megatron/core/__init__.py": "",
-                                                  "megatron/core/config.py": CONFIG.format(extra=extra)})
-             for version, extra in (("0.3.0", "async_allreduce=False"), ("0.4.0", "new_field=False"))}
-    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
-    return paths
+    return synthetic_releases(tmp_path, monkeypatch, {
+        version: {"megatron/core/__init__.py": "", "megatron/core/config.py": CONFIG.format(extra=extra)}
+        for version, extra in (("0.3.0", "async_allreduce=False"), ("0.4.0", "new_field=False"))})
 
 
 BRIDGE = """
