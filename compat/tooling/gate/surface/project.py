@@ -24,7 +24,7 @@ from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instance
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
-from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, factory_of, file_factories, project_function, settle,
+from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
@@ -116,9 +116,7 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
-        self.factories = {node.name: found for node in tree.body if isinstance(node, (ast.FunctionDef,
-                          ast.AsyncFunctionDef)) and self.defs.get(node.name)
-                          for found in (factory_of(node, self.defs, _callable),) if found}
+        self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
         self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
@@ -1269,18 +1267,16 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         changed = now
         if not changed:
             break
-    looked_for: set = set()
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
         used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
                          if key.rsplit(".", 1)[0] in scan.classes}
-        if used - looked_for:  # a file that spelled none of an earlier round's names still spells none of them
+        wanted = {name.encode() for name in used}
+        if wanted:  # the identifiers of a file not scanned yet, read the first time a round needs them
             spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
                            if rel not in spelled and rel not in per_file and rel not in unparsed)
-        looked_for |= used
-        wanted = {name.encode() for name in used}
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
@@ -1330,7 +1326,7 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             tree = parse_source(data, rel) if data is not None else None
         except CandidateError:
             continue
-        found = file_factories(tree, _callable) if tree is not None else {}
+        found = file_factories(tree.body, _module_functions(tree.body), _callable) if tree is not None else {}
         for module in names_of[rel]:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 

@@ -146,8 +146,8 @@ def wanted(uses: list) -> set:
     return out
 
 
-def file_factories(tree: ast.Module, callable_of) -> dict:
-    """name -> factory_of's answer for each top-level function of a module that returns functions."""
-    defs = {n.name: signature(n.args) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return {node.name: found for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for found in (factory_of(node, defs, callable_of),) if found}
+def file_factories(body: list, module_defs: dict, callable_of) -> dict:
+    """name -> factory_of's answer for each top-level function of a module body that returns functions;
+    ``module_defs``: name -> signature of the module's functions, "" for a name bound twice (which is left out)."""
+    return {node.name: found for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and module_defs.get(node.name) for found in (factory_of(node, module_defs, callable_of),) if found}
