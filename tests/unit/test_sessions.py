@@ -24,27 +24,50 @@ def selections() -> dict[str, list[str]]:
 
 class _Collected:
     def pytest_collection_finish(self, session):
-        self.ids = [item.nodeid for item in session.items]
+        self.markers = {item.nodeid: {m.name for m in item.iter_markers()} for item in session.items}
 
 
-def collect_all(selections: dict[str, list[str]], monkeypatch) -> dict[str, set[str]]:
-    """Each selection's test ids, collected by pytest.main in this process: the test modules are imported already
-    (this run collected them), so the five selections cost five walks, not a fresh interpreter's imports and
-    collection (a child took ~2 s of CPU; four `pytest --collect-only` processes ~25 s)."""
+def collect(args: list[str], monkeypatch) -> dict[str, set[str]]:
+    """Each collected test id with its marker names, by pytest.main in this process (the test modules are imported
+    already, so a collection costs one walk, not a fresh interpreter's imports: a child took ~2 s of CPU)."""
     monkeypatch.chdir(ROOT)
-    found = {}
-    for name, args in selections.items():
-        items = _Collected()
-        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
-                           plugins=[items])
-        assert code in (0, 5), f"pytest --collect-only {' '.join(args)}: exit code {code}"
-        found[name] = set(getattr(items, "ids", []))
-    return found
+    items = _Collected()
+    code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args], plugins=[items])
+    assert code in (0, 5), f"pytest --collect-only {' '.join(args)}: exit code {code}"
+    return getattr(items, "markers", {})
 
 
-def test_every_test_runs_somewhere_and_cpu_sessions_run_each_once(monkeypatch):
-    chosen = collect_all({**selections(), "everything": ["tests"], "slow": ["tests", "-m", "slow"]}, monkeypatch)
-    everything, slow = chosen.pop("everything"), chosen.pop("slow")
+class _Marks(dict):
+    """Marker names as the names of a `-m` expression: a marker the test has is True, any other False."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def __missing__(self, key: str) -> bool:
+        return key in self.names
+
+
+def selected(markers: dict[str, set[str]], args: list[str]) -> set[str]:
+    """The ids a selection (["tests", "-m", EXPR]) picks from one collection of every test. `-m`'s grammar
+    (names, not, and, or, parentheses) is Python's for booleans, so the expression is evaluated as one;
+    test_one_collection_selects_what_pytest_selects checks that against pytest's own `-m`."""
+    assert args[0] == "tests" and (len(args) == 1 or (len(args) == 3 and args[1] == "-m")), args
+    if len(args) == 1:
+        return set(markers)
+    code = compile(args[2], "<-m>", "eval")
+    return {nodeid for nodeid, names in markers.items() if eval(code, {"__builtins__": {}}, _Marks(names))}
+
+
+@pytest.fixture(scope="module")
+def every_test(request) -> dict[str, set[str]]:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return collect(["tests"], monkeypatch)
+
+
+def test_every_test_runs_somewhere_and_cpu_sessions_run_each_once(every_test):
+    chosen = {name: selected(every_test, args) for name, args in selections().items()}
+    everything, slow = set(every_test), selected(every_test, ["tests", "-m", "slow"])
     assert len(everything) > 300
     assert slow and slow <= everything  # slow tests are skipped only outside CI (the test below), so CI runs them
     assert set().union(*chosen.values()) == everything, "tests no session runs"
@@ -52,6 +75,11 @@ def test_every_test_runs_somewhere_and_cpu_sessions_run_each_once(monkeypatch):
     in_megatron_dirs = {t for t in everything if t.startswith(("tests/contract/", "tests/integration/"))}
     assert in_megatron_dirs and not chosen["unit"] & in_megatron_dirs
     assert in_megatron_dirs - chosen["gpu"] <= chosen["pin"]
+
+
+def test_one_collection_selects_what_pytest_selects(every_test, monkeypatch):
+    args = selections()["pin"]  # "megatron and not gpu": a name, `not` and `and`, on the smaller selection
+    assert set(collect(args, monkeypatch)) == selected(every_test, args)
 
 
 def test_ci_runs_the_slow_tests_and_the_full_hypothesis_profile_a_local_run_skips_them():
