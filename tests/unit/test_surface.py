@@ -539,6 +539,20 @@ def test_model_cache_is_reused_and_a_corrupt_entry_is_rebuilt(tmp_path, releases
     assert surface_cache.model_for(wheel) == first and calls == [1, 1, 1]  # the rebuilt entry is trusted again
 
 
+def test_a_save_drops_older_model_formats_of_the_wheel_and_keeps_newer_ones(tmp_path, releases):
+    model = surface_cache.model_for(releases["0.1.0"])
+    key = model["sha256"]
+    assert Surface(model).resolve("megatron.core.enums.ModelType").ok  # a module modelled: the save writes
+    folder = surface_cache.cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    older, newer = (folder / f"{key}.model{surface_cache.MODEL_FORMAT + d}.json" for d in (-1, 1))
+    for entry in (older, newer):
+        entry.write_text("another checkout's entry")
+    surface_cache.save_models()
+    assert not older.exists() and newer.read_text() == "another checkout's entry"
+    assert (folder / f"{key}.model{surface_cache.MODEL_FORMAT}.json").is_file()
+
+
 def test_an_unwritable_cache_does_not_stop_the_gate(tmp_path, releases, monkeypatch):
     monkeypatch.setattr(surface_cache, "cache_dir", lambda: tmp_path / "file-not-dir" / "x")
     (tmp_path / "file-not-dir").write_text("")

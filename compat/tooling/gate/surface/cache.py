@@ -98,6 +98,12 @@ def _entry_path(key: str) -> Path:
     return cache_dir() / f"{key}.model{MODEL_FORMAT}.json"
 
 
+def _format_of(name: str, key: str) -> int:
+    """The model format an entry's file name says (``KEY.modelN.json``); unreadable names count as current."""
+    middle = name[len(key) + len(".model"):-len(".json")]
+    return int(middle) if middle.isdigit() else MODEL_FORMAT
+
+
 def _mac(secret: bytes, key: str, body: bytes) -> str:
     return hmac.new(secret, f"{key}\n{MODEL_FORMAT}\n".encode("ascii") + body, hashlib.sha256).hexdigest()
 
@@ -131,7 +137,7 @@ def write_cached(key: str, model: LazyModel) -> str | None:
         cache_dir().mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(_entry_path(key), _mac(secret, key, body).encode("ascii") + b"\n" + body)
         for stale in cache_dir().glob(f"{key}.model*.json"):  # earlier model formats of the same wheel
-            if stale != _entry_path(key):
+            if _format_of(stale.name, key) < MODEL_FORMAT:  # a newer one is another checkout's, sharing the cache
                 stale.unlink()
     except (OSError, WriteError) as exc:
         return str(exc)
