@@ -98,6 +98,26 @@ def test_the_cache_stores_what_a_run_built_and_the_next_run_reads_it(tmp_path, m
     assert Surface(later).resolve("megatron.core.ns.deep.mod.C").ok
 
 
+def test_two_processes_that_built_different_modules_both_keep_them_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(tmp_path / "cache"))
+    path = wheel(tmp_path / "w", {**SHAPES, "megatron/core/plain.py": "def g():\n    pass\n"})
+    surface_cache.save_models()
+    runs = []
+    for name in ("megatron.core.ns.deep.mod.C", "megatron.core.plain.g"):
+        surface_cache._LIVE.clear()  # each run is a new process, started before the other saved
+        runs.append((surface_cache.model_for(path), name))
+    for model, name in runs:
+        assert Surface(model).resolve(name).ok
+    for model, _name in runs:
+        model.changed = True
+        surface_cache._LIVE.clear()
+        surface_cache._LIVE[surface_cache._entry_path(model["sha256"])] = model
+        surface_cache.save_models()  # the second save used to replace the first's modules with its own
+    stored = surface_cache.read_cached(runs[0][0]["sha256"])["modules"]
+    assert {"megatron.core.ns.deep.mod", "megatron.core.plain"} <= set(stored)
+    assert stored["megatron.core.ns.deep.mod"] == runs[0][0].state()["modules"]["megatron.core.ns.deep.mod"]
+
+
 def test_a_file_two_releases_share_is_indexed_once_and_each_gets_its_own_entry(tmp_path, monkeypatch):
     from compat.tooling.gate.surface import lazy_model
 

@@ -132,6 +132,9 @@ def write_cached(key: str, model: LazyModel) -> str | None:
     secret, problem = cache_key()
     if secret is None:
         return problem
+    stored = read_cached(key)  # another process's save since this one read the entry: keep what it built too
+    if stored is not None:
+        model.absorb(stored)
     body = json.dumps(model.state(), separators=(",", ":"), sort_keys=True).encode("utf-8")
     try:
         cache_dir().mkdir(parents=True, exist_ok=True)

@@ -79,6 +79,20 @@ class LazyModel(dict):
                 "modules": self._built, "defined": self._defined, "spelled": self._spelled,
                 "unparsed": self["unparsed"]}
 
+    def absorb(self, state: dict) -> None:
+        """Take the modules, classes and word lists another process stored for the same wheel and this one has not
+        built (a module's entry depends on the wheel and the format only), so that its save keeps theirs."""
+        if state.get("order") != self._order:
+            return
+        for name, entry in state.get("modules", {}).items():
+            if name in self._steps and name not in self._built:
+                self._built[name] = entry
+                if name in state.get("defined", {}):
+                    self._defined[name] = state["defined"][name]
+        for word, modules in state.get("spelled", {}).items():
+            self._spelled.setdefault(word, modules)
+        self["unparsed"].extend(rel for rel in state.get("unparsed", []) if rel not in self["unparsed"])
+
     # ---- building ------------------------------------------------------------------------------------------------
     def module(self, name: str) -> dict | None:
         """The entry of module ``name`` (built now if need be), or None when the release has no such module."""
