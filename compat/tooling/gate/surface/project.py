@@ -12,6 +12,7 @@ import ast
 import builtins
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
-from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instances, walrus_in
+from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
@@ -118,7 +119,8 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
-        self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
+        self.bound_once: list = []  # per function: (body, args), then name -> the value of its one binding
+        self.counts: dict[int, object] = {}  # id(a scope's body) -> instances.bound_names of that scope
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
@@ -158,7 +160,7 @@ class _FileScanner:
             closed = node.bases and all(p or m for p, m in zip(entry[BASES], entry[MEGATRON_BASES]))
             entry[MEMBERS] = _own_attributes(node) if closed else OPEN  # an open class: never read
         self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
-                                                             self.project_class)
+                                                             self.project_class, self.bound_in)
         self.dicts[id(self.scopes[0])] = (tree.body, None)
         self.block(tree.body)
 
@@ -374,7 +376,7 @@ class _FileScanner:
         """``if x == E.m:`` (or a local name assigned once to that comparison): the body runs only where a value can
         equal the megatron member ``E.m`` (check.py decides on the candidate); ``!=`` the else branch."""
         if isinstance(test, ast.Name) and self.lookup(test.id) is None:
-            value = (self.bound_once[-1] if self.bound_once else {}).get(test.id)
+            value = self.once().get(test.id)
             test = value if isinstance(value, ast.Compare) else test
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1
                 and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))):
@@ -579,9 +581,23 @@ class _FileScanner:
             if name in scope:
                 known = self.dicts.get(id(scope))
                 if isinstance(known, tuple):
-                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus)
+                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus, self.bound_in)
                 return (known or {}).get(name, ())
         return ()
+
+    def bound_in(self, body: list, args) -> Counter:
+        """instances.bound_names of one scope, counted once for all that ask (instances, dict splats, once())."""
+        counts = self.counts.get(id(body))
+        if counts is None:
+            counts = self.counts[id(body)] = bound_names(body, args, self.walrus)
+        return counts
+
+    def once(self) -> dict:
+        """The innermost function's names bound once and their values (_bound_once), read the first time asked."""
+        known = self.bound_once[-1] if self.bound_once else {}
+        if isinstance(known, tuple):
+            known = self.bound_once[-1] = _bound_once(known[0], self.bound_in(*known))
+        return known
 
     def instance_member(self, e) -> tuple | None:
         """``w.attr`` or ``self.x.attr`` off a held megatron instance: (``Class.attr`` for each class it may be,
@@ -623,7 +639,7 @@ class _FileScanner:
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus,
-                                                                  self.project_class)
+                                                                  self.project_class, self.bound_in)
             self.dicts[id(self.scopes[-1])] = (body, args)  # read with dict_keys on a ``**name`` call only
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.frames.append(self.frame(node, body, plain))
@@ -631,7 +647,7 @@ class _FileScanner:
         top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
         self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
                            if method and plain and top_class else None)
-        self.bound_once.append(_bound_once(body, params) if isinstance(body, list) else {})
+        self.bound_once.append((body, args) if isinstance(body, list) else {})  # read with once() on need only
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -863,7 +879,7 @@ class _FileScanner:
         owner = self.owners[-1] if self.owners else None
         if owner and node.value.id == owner[0]:
             return f"{owner[0]}.{node.attr}", "", (METHOD, owner[1], node.attr)
-        value = (self.bound_once[-1] if self.bound_once else {}).get(node.value.id)
+        value = self.once().get(node.value.id)
         origin = self.project_class(value.func) if isinstance(value, ast.Call) else None
         if origin:  # ``obj = ProjectClass(...)`` bound once in this function: its method
             return f"{node.value.id}.{node.attr}", "", (METHOD, origin, node.attr)
@@ -887,19 +903,11 @@ class Frame:
     owner: str | None = None  # module.Class of a method
 
 
-def _bound_once(body: list, params) -> dict:
-    """name -> the value of ``name = value`` for each name the body binds once, and by that statement (not a
-    parameter, a loop or ``with`` target, an augmented assignment); nested defs are their own scopes."""
-    found, bound = {}, {name: 1 for name in params}
-    for stmt in statements(body):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
-        targets += [i.optional_vars for i in getattr(stmt, "items", None) or []]
-        for t in targets:
-            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)) if t is not None else ():
-                bound[name] = bound.get(name, 0) + 1
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(t, ast.Name):
-                    found[name] = stmt.value
-    return {name: value for name, value in found.items() if bound[name] == 1}
+def _bound_once(body: list, counts) -> dict:
+    """name -> the value of ``name = value`` for each name the scope binds once (``counts``: its
+    instances.bound_names), by that statement; nested defs are their own scopes."""
+    return {s.targets[0].id: s.value for s in statements(body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and counts[s.targets[0].id] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):
