@@ -65,10 +65,26 @@ def bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter
             fields = [v for f, v in ast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody", "handlers")]
             targets += [n.target for n in walrus_in(fields)]
     for target in targets:
+        _count_stores(target, counts)
+    return counts
+
+
+def _count_stores(target, counts: Counter) -> None:
+    """Count each name a target stores to or deletes, anywhere in it (a walrus, a comprehension in a subscript);
+    the common shapes without a walk: a name, ``a.b.c``, ``a[k]``, a tuple of them."""
+    kind = type(target)
+    if kind is ast.Name:
+        counts[target.id] += 1
+    elif kind in (ast.Tuple, ast.List):
+        for element in target.elts:
+            _count_stores(element, counts)
+    elif kind is ast.Starred:
+        _count_stores(target.value, counts)
+    elif not (kind is ast.Attribute and dotted(target.value)) and not (
+            kind is ast.Subscript and dotted(target.value) and type(target.slice) in (ast.Name, ast.Constant)):
         for node in ast.walk(target):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 counts[node.id] += 1
-    return counts
 
 
 def _targets(stmt) -> list:

@@ -22,7 +22,7 @@ from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
-from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
@@ -179,17 +179,25 @@ class _FileScanner:
         self.bound.pop()
 
     # ---- names ---------------------------------------------------------------------------------------------
-    def visible(self):
-        """The scopes a name is looked up in, innermost first: class bodies only when they are innermost."""
-        for index in range(len(self.scopes) - 1, -1, -1):
-            if not self.class_scope[index] or index == len(self.scopes) - 1:
-                yield self.scopes[index]
+    def scope_of(self, name: str) -> dict | None:
+        """The innermost scope that binds ``name`` among those it is looked up in (class bodies only when they are
+        innermost), or None."""
+        scopes, is_class = self.scopes, self.class_scope
+        last = len(scopes) - 1
+        for index in range(last, -1, -1):
+            scope = scopes[index]
+            if name in scope and (index == last or not is_class[index]):
+                return scope
+        return None
+
+    def at_module(self, name: str) -> bool:
+        """``name`` is bound by no scope inside the module that it is looked up in (the module's own, or none)."""
+        scope = self.scope_of(name)
+        return scope is None or scope is self.scopes[0]
 
     def lookup(self, name: str):
-        for scope in self.visible():
-            if name in scope:
-                return scope[name]
-        return None
+        scope = self.scope_of(name)
+        return scope[name] if scope is not None else None
 
     def paths(self, expr) -> tuple | None:
         chain = dotted(expr)
@@ -204,7 +212,7 @@ class _FileScanner:
     def from_star(self, name: str) -> tuple | None:
         """A name bound nowhere in the file, not a builtin, with only megatron star imports: it comes from them."""
         if not self.stars or self.foreign_star or name in self.file_names or hasattr(builtins, name) or \
-                any(name in scope for scope in self.visible()):
+                self.scope_of(name) is not None:
             return None
         return tuple(f"{m}.{name}" for m in self.stars)
 
@@ -288,9 +296,10 @@ class _FileScanner:
                     for item in s.items:
                         if item.optional_vars is not None:
                             target(item.optional_vars, top=top)
+                if type(s) not in _NESTING:
+                    continue
                 for child in ("body", "orelse", "finalbody"):
-                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
+                    walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
                 for handler in getattr(s, "handlers", []) or []:
                     if handler.name:
                         bind(handler.name, None)
@@ -542,10 +551,8 @@ class _FileScanner:
 
     def instance_of(self, name: str) -> tuple | None:
         """The megatron classes ``name`` holds an instance of, in the innermost scope that binds it."""
-        for scope in self.visible():
-            if name in scope:
-                return self.instances.get(id(scope), {}).get(name)
-        return None
+        scope = self.scope_of(name)
+        return self.instances.get(id(scope), {}).get(name) if scope is not None else None
 
     def frame(self, node, body, plain: bool) -> Frame:
         """A module-level function, or a plain method of a top-level class: its key, ``**`` parameter, the dicts
@@ -567,8 +574,7 @@ class _FileScanner:
     def project_callee(self, func) -> str | None:
         """The key of the project function (or ``self.method``) a call names, for forwarding.py."""
         frame = self.frames[-1] if self.frames else Frame()
-        if isinstance(func, ast.Name) and not any(func.id in scope for scope in self.visible()
-                                                  if scope is not self.scopes[0]) and not self.lookup(func.id):
+        if isinstance(func, ast.Name) and self.at_module(func.id) and not self.lookup(func.id):
             return f"{self.module}.{func.id}" if self.defs.get(func.id) else self.origins.get(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and frame.self_name \
                 and func.value.id == frame.self_name and self.lookup(frame.self_name) is None:
@@ -577,13 +583,13 @@ class _FileScanner:
 
     def dict_keys_of(self, name: str) -> tuple:
         """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
-        for scope in self.visible():
-            if name in scope:
-                known = self.dicts.get(id(scope))
-                if isinstance(known, tuple):
-                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus, self.bound_in)
-                return (known or {}).get(name, ())
-        return ()
+        scope = self.scope_of(name)
+        if scope is None:
+            return ()
+        known = self.dicts.get(id(scope))
+        if isinstance(known, tuple):
+            known = self.dicts[id(scope)] = dict_keys(*known, self.walrus, self.bound_in)
+        return (known or {}).get(name, ())
 
     def bound_in(self, body: list, args) -> Counter:
         """instances.bound_names of one scope, counted once for all that ask (instances, dict splats, once())."""
@@ -667,9 +673,10 @@ class _FileScanner:
 
     # ---- expressions ---------------------------------------------------------------------------------------
     def expr(self, e) -> None:
-        if e is None:
+        kind = type(e)  # node types are compared by identity: the parser makes no subclasses of them
+        if kind in _LEAVES:
             return
-        if isinstance(e, ast.Attribute):
+        if kind is ast.Attribute:
             held = self.instance_member(e)
             if held:
                 if isinstance(e.ctx, ast.Load):
@@ -692,9 +699,9 @@ class _FileScanner:
                     self.record(e, paths, "attribute")
                 return
             self.expr(e.value)
-        elif isinstance(e, ast.Call):
+        elif kind is ast.Call:
             self.call(e)
-        elif isinstance(e, ast.BoolOp):
+        elif kind is ast.BoolOp:
             pushed = 0
             for value in e.values:
                 self.expr(value)
@@ -704,16 +711,16 @@ class _FileScanner:
                     self.push(guard[0], e.lineno, guard[1])
                     pushed += 1
             del self.guards[len(self.guards) - pushed:]
-        elif isinstance(e, ast.IfExp):
+        elif kind is ast.IfExp:
             self.branches(e.test, e.lineno, (e.body, e.orelse), self.expr)
-        elif isinstance(e, ast.Lambda):
+        elif kind is ast.Lambda:
             for d in e.args.defaults:
                 self.expr(d)
             self.function(e, e.body)
-        elif isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        elif kind in _COMPREHENSIONS:
             self.comprehension(e)
-        elif isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
-            star = self.from_star(e.id)
+        elif kind is ast.Name:
+            star = self.from_star(e.id) if type(e.ctx) is ast.Load else None
             if star:
                 self.record(e, star, "attribute")
         else:
@@ -821,8 +828,7 @@ class _FileScanner:
 
     def project_class(self, node) -> str | None:
         """``module.Class`` of a project class a name denotes (defined at the top of this file or imported)."""
-        if not isinstance(node, ast.Name) or self.lookup(node.id) or any(
-                node.id in scope for scope in self.visible() if scope is not self.scopes[0]):
+        if not isinstance(node, ast.Name) or self.lookup(node.id) or not self.at_module(node.id):
             return None
         if node.id in self.classes:
             return f"{self.module}.{node.id}"
@@ -887,11 +893,9 @@ class _FileScanner:
 
     def function_signature(self, name: str) -> str:
         """The signature of the function ``name`` denotes here ("" when it is not one function of this file)."""
-        for scope in self.visible():
-            if name in scope:
-                defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
-                return defs.get(name) or ""
-        return self.defs.get(name) or ""
+        scope = self.scope_of(name)
+        defs = self.defs if scope is None or scope is self.scopes[0] else self.local_defs.get(id(scope), {})
+        return defs.get(name) or ""
 
 
 @dataclass(frozen=True)
@@ -1042,6 +1046,12 @@ def _bound_anywhere(tree: ast.Module) -> set[str]:
 
 
 _BLOCKS = {"body", "orelse", "finalbody", "handlers", "cases"}
+_NESTING = COMPOUND - DEFS  # statements with blocks of the same scope
+# expression nodes with nothing below them that the scan reads: None (an absent child), constants, contexts, operators
+_LEAVES = frozenset({type(None), ast.Constant, *(kind for family in (ast.expr_context, ast.operator, ast.boolop,
+                                                                    ast.unaryop, ast.cmpop)
+                                                 for kind in family.__subclasses__())})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
 
 
 def _is_none(node) -> bool:
@@ -1062,19 +1072,22 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
     # every node of the class, in no particular order (a set is built): the fields read inline, as in
     # pysource.count_nodes, since this runs on every closed class of every scanned file
     names: set[str] = set()
-    stack, node_type, load = [node], ast.AST, ast.Load
+    stack, node_type, load, fields_of = [node], ast.AST, ast.Load, _WALKED_FIELDS
     while stack:
         sub = stack.pop()
         kind = type(sub)
+        if kind is ast.Name:
+            if type(sub.ctx) is not load:
+                names.add(sub.id)
+            continue  # nothing below a name or a constant
+        if kind is ast.Constant:
+            continue
         if kind is ast.Attribute:
             if type(sub.ctx) is not load:
                 names.add(sub.attr)
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if sub is not node:
                 names.add(sub.name)
-        elif kind is ast.Name:
-            if type(sub.ctx) is not load:
-                names.add(sub.id)
         elif kind is ast.Call and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
                                                                              "register_parameter", "add_module"):
             first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
@@ -1083,13 +1096,19 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
                 names.add(first.value)
             else:
                 names.add("*")
-        for field in sub._fields:
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
+        for field in fields:
             value = getattr(sub, field, None)
             if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, node_type))
+                stack.extend([item for item in value if isinstance(item, node_type)])
             elif isinstance(value, node_type):
                 stack.append(value)
     return {"*"} | names if "*" in names else names
+
+
+_WALKED_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it)
 
 
 def _only_splats(args: ast.arguments) -> bool:
