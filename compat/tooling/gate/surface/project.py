@@ -27,6 +27,7 @@ from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, 
                               resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
+from .pool import map_in_workers
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
 from .splats import dict_keys
@@ -1248,14 +1249,14 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
     forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
-    def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
+    def scan_one(rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
-        published again, as a new scan would."""
+        published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
         done = per_file.get(rel)
         if done is None or done.view != view_of(done.asked, with_exports):
             try:
-                done = _scan_file(rel, data, own, with_exports, store)
+                done = _scan_file(rel, data, own, with_exports, store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
                 if rel not in unparsed:
                     unparsed.add(rel)
@@ -1271,6 +1272,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         exports.update({name: mine for name in changed})
         return changed
 
+    first: list = []  # the first round (the files that spell megatron, read with no exports), in order, each
+    # with the count of files skipped before it was read (the skipped list keeps the order of one pass)
     for rel, path in files:
         data, total = _read(scan, rel, path, total)
         if data is None:
@@ -1283,7 +1286,14 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if imported:
             importers[rel] = (data, imported)
         if b"megatron" in data:
-            scan_one(rel, data, {})
+            first.append((rel, data, len(scan.skipped)))
+    fresh = _first_round_in_workers(first, own, store)
+    read_skips, scan.skipped, replayed = scan.skipped, [], 0
+    for (rel, data, skipped_before), result in zip(first, fresh):
+        scan.skipped += read_skips[replayed:skipped_before]
+        replayed = skipped_before
+        scan_one(rel, data, {}, result)
+    scan.skipped += read_skips[replayed:]
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
@@ -1358,14 +1368,42 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
 
-def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
-    """One file's scan with ``exports`` (from the cache when a run made the same one). CandidateError propagates."""
+def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache, fresh=None) -> FileScan:
+    """One file's scan with ``exports`` (from the cache when a run made the same one; ``fresh``: made in a worker
+    process, a FileScan or the CandidateError it raised). CandidateError propagates."""
     key = store.key(rel, own, data)
     found = store.get(key, exports)
     if found is not None:
         return found
-    scanner = _scan(data, rel, own, exports)
-    result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
+    result = fresh if fresh is not None else _new_scan(rel, data, own, exports)
+    if isinstance(result, CandidateError):
+        raise result
     store.put(key, result)
     return result
+
+
+def _new_scan(rel: str, data: bytes, own: tuple, exports: dict) -> FileScan:
+    scanner = _scan(data, rel, own, exports)
+    return FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
+                    view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
+
+
+def _new_scan_or_error(rel: str, data: bytes, own: tuple) -> FileScan | CandidateError:
+    """A worker process's job: one file of the first round (no exports), or the CandidateError it raises."""
+    try:
+        return _new_scan(rel, data, own, {})
+    except CandidateError as exc:
+        return exc
+
+
+def _first_round_in_workers(first: list, own: tuple, store: ScanCache) -> list:
+    """Per file of the first round: its scan made in a worker process, or None (cached, or scanned here, later:
+    pool.py decides whether workers pay)."""
+    jobs = [(index, rel, data) for index, (rel, data, _skipped) in enumerate(first)
+            if store.get(store.key(rel, own, data), {}) is None]
+    made = map_in_workers(_new_scan_or_error, [(rel, data, own) for _index, rel, data in jobs],
+                          [len(data) for _index, _rel, data in jobs]) if len(jobs) > 1 else None
+    fresh: list = [None] * len(first)
+    for (index, _rel, _data), result in zip(jobs, made or ()):
+        fresh[index] = result
+    return fresh
