@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -60,6 +61,15 @@ FILES.update({f"pkg/many/m{i}.py": f"from megatron.core.utils import unwrap_mode
 @pytest.fixture
 def releases(tmp_path, monkeypatch):
     return synthetic_releases(tmp_path, monkeypatch, {"0.1.0": BASE, "0.2.0": NEW})
+
+
+ONLY_THREAD = pool.only_thread
+
+
+@pytest.fixture(autouse=True)
+def alone_in_the_process(monkeypatch):
+    """pytest's workers may run threads of their own (which the scan does not touch): fork anyway."""
+    monkeypatch.setattr(pool, "only_thread", lambda: True)
 
 
 @pytest.fixture
@@ -132,6 +142,20 @@ def test_a_worker_that_dies_leaves_the_work_to_the_caller(monkeypatch):
     monkeypatch.setattr(pool, "MIN_BYTES", 0)
     assert pool.map_in_workers(_exit_at_once, [(1,), (2,), (3,)], [1, 1, 1]) is None
     assert pool.map_in_workers(abs, [(-1,), (2,), (-3,)], [1, 5, 1]) == [1, 2, 3]
+
+
+def test_another_thread_in_the_process_means_no_fork(monkeypatch):
+    monkeypatch.setattr(pool, "only_thread", ONLY_THREAD)
+    monkeypatch.setattr(pool, "worker_count", lambda: 2)
+    monkeypatch.setattr(pool, "MIN_BYTES", 0)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert pool.map_in_workers(abs, [(-1,), (2,)], [1, 1]) is None
+    finally:
+        release.set()
+        other.join()
 
 
 def test_workers_are_at_most_the_cpus_and_the_environment_caps_them(monkeypatch):

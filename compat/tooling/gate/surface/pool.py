@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Independent scans of many files in worker processes, their results in the order asked: a caller that merges
 them in that order gets what one process gives. Only where it pays (enough source to scan, more than one CPU) and
-where forked processes can be had; otherwise None, and the caller scans the files itself.
+where forked processes can be had safely (no other thread); otherwise None, and the caller scans the files itself.
 
 ``MCORE_COMPAT_WORKERS``: at most this many processes (1: none); by default one per CPU this process may run on.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
@@ -37,7 +38,7 @@ def map_in_workers(function: Callable, jobs: list, sizes: list[int]) -> list | N
     jobs and results picklable; ``sizes``: each job's bytes, the largest are handed out first). None where it does
     not pay or no worker process can be started or one dies: then nothing was computed that the caller keeps."""
     workers = min(worker_count(), len(jobs))
-    if workers < 2 or sum(sizes) < MIN_BYTES:
+    if workers < 2 or sum(sizes) < MIN_BYTES or not only_thread():
         return None
     try:
         context = multiprocessing.get_context("fork")  # the workers inherit the loaded modules: nothing to import
@@ -53,6 +54,12 @@ def map_in_workers(function: Callable, jobs: list, sizes: list[int]) -> list | N
     except (BrokenProcessPool, OSError):
         return None
     return results
+
+
+def only_thread() -> bool:
+    """No other thread runs in this process: a forked child gets no lock another thread holds (the command line
+    runs none; a program that calls the scan from a thread of its own gets one process)."""
+    return threading.active_count() == 1
 
 
 def _call(task: tuple):
