@@ -112,6 +112,7 @@ class _FileScanner:
         self.module, self.is_package = project_module(path)
         every = list(statements(tree.body, into_defs=True))
         spelling = Spelling(source) if source is not None else None
+        self.supers = spelling.lines(words=("super",)) if spelling is not None else None  # lines saying super
         self.flags = g.version_flags(tree, every, spelling) if versionish else set()
         self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
@@ -121,7 +122,7 @@ class _FileScanner:
         self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
         self.bound_once: list = []  # per function: (body, args), then name -> the value of its one binding
-        self.counts: dict[int, object] = {}  # id(a scope's body) -> instances.bound_names of that scope
+        self.counts: dict[int, Counter] = {}  # id(a scope's body) -> instances.bound_names of that scope
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
@@ -532,13 +533,20 @@ class _FileScanner:
     def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
         """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
         defined = tuple(sorted(i.name for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               and not _calls_super(i)))
+                               and not self.calls_super(i)))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
                     not _decorated(item, _NOT_PLAIN):
                 self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
                                      sig=signature(item.args), siblings=defined))
+
+    def calls_super(self, method) -> bool:
+        """_calls_super, for a method whose lines (decorators included) spell ``super`` only."""
+        first = min([method.lineno] + [d.lineno for d in method.decorator_list])
+        if self.supers is not None and not self.supers.within(first, method.end_lineno or method.lineno):
+            return False
+        return _calls_super(method)
 
     def inherited(self, e: ast.Attribute) -> str | None:
         """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
