@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
+from test_surface import make_project, synthetic_releases
 
 TRAINING = """
     def get_model(model_provider_func):
@@ -50,12 +49,8 @@ TRAIN = """
 
 @pytest.fixture
 def candidate(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "wheels"
-    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
     files = {"megatron/__init__.py": "", "megatron/training/__init__.py": "", "megatron/training/setup.py": TRAINING}
-    path = make_wheel(cache, "0.4.0", files)
-    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {"0.4.0": False})
-    return path
+    return synthetic_releases(tmp_path, monkeypatch, {"0.4.0": files})["0.4.0"]
 
 
 def test_a_subscript_target_does_not_rebind_and_handlers_imports_defs_and_walrus_do(tmp_path, candidate):
