@@ -35,7 +35,8 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/surface/guards.py", "tooling/gate/surface/spelling.py", "tooling/gate/surface/instances.py",
            "tooling/gate/surface/project_classes.py", "tooling/gate/surface/splats.py",
            "tooling/gate/surface/forwarding.py", "tooling/gate/surface/providers.py",
-           "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/check.py",
+           "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/pool.py",
+           "tooling/gate/surface/check.py",
            "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",
            "tooling/gate/surface/window.py", "tooling/gate/surface/report.py", "tooling/gate/surface/cli.py",
            "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]

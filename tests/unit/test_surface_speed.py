@@ -86,6 +86,15 @@ CASES = {
             def run(self):
                 return self.attn.hook(1, y=2)
         """, {(6, "megatron.core.attention.SelfAttention.hook")}),
+    "overrides, one extending the base's method with super()": ("""
+        from megatron.core.transformer.module import MegatronModule
+        class A(MegatronModule):
+            def forward(self, x):
+                return super().forward(x)
+            def state_dict(self):
+                return {}
+        """, {(3, "megatron.core.transformer.module.MegatronModule.forward"),
+              (5, "megatron.core.transformer.module.MegatronModule.state_dict")}),
     "a spec edit in a function that names nothing of megatron": ("""
         from megatron.core.transformer import ModuleSpec
         class Mine:
@@ -97,7 +106,7 @@ CASES = {
 
 
 def _shape(uses: list) -> list:
-    return [(u.line, u.name, u.how, u.guards, u.keywords) for u in uses]
+    return [(u.line, u.name, u.how, u.guards, u.keywords, u.siblings) for u in uses]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -32,6 +32,7 @@ PROJECT_CLASS = "instance of a project class"  # until scan_project resolves it:
 
 Resolve = Callable[[ast.AST], "tuple | None"]  # an expression -> the megatron paths it denotes (or None)
 ProjectClass = Callable[[ast.AST], "str | None"]  # an expression -> the ``module.Class`` of a project class (or None)
+Counts = Callable[[list, "ast.arguments | None"], Counter]  # a scope's (body, args) -> its bound_names
 
 
 def bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter:
@@ -64,10 +65,26 @@ def bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter
             fields = [v for f, v in ast.iter_fields(stmt) if f not in ("body", "orelse", "finalbody", "handlers")]
             targets += [n.target for n in walrus_in(fields)]
     for target in targets:
+        _count_stores(target, counts)
+    return counts
+
+
+def _count_stores(target, counts: Counter) -> None:
+    """Count each name a target stores to or deletes, anywhere in it (a walrus, a comprehension in a subscript);
+    the common shapes without a walk: a name, ``a.b.c``, ``a[k]``, a tuple of them."""
+    kind = type(target)
+    if kind is ast.Name:
+        counts[target.id] += 1
+    elif kind in (ast.Tuple, ast.List):
+        for element in target.elts:
+            _count_stores(element, counts)
+    elif kind is ast.Starred:
+        _count_stores(target.value, counts)
+    elif not (kind is ast.Attribute and dotted(target.value)) and not (
+            kind is ast.Subscript and dotted(target.value) and type(target.slice) in (ast.Name, ast.Constant)):
         for node in ast.walk(target):
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 counts[node.id] += 1
-    return counts
 
 
 def _targets(stmt) -> list:
@@ -111,10 +128,11 @@ def _of_project_class(node, project: ProjectClass | None) -> tuple | None:
 
 
 def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True,
-                    project: ProjectClass | None = None) -> dict:
+                    project: ProjectClass | None = None, counts: Counts | None = None) -> dict:
     """name -> (megatron class paths, the ``via`` of its uses), for the names of one scope (a function or module
     body) that hold an instance and nothing else (``walrus``: the source has ``:=``, which may bind anywhere);
-    with ``project``, also the names that hold an instance of a project class (``via=PROJECT_CLASS``)."""
+    with ``project``, also the names that hold an instance of a project class (``via=PROJECT_CLASS``); ``counts``:
+    where the caller keeps each scope's bound_names."""
     found: dict[str, tuple] = {}
     params = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
     for arg in params:
@@ -138,8 +156,8 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
             found[name] = own
     if not found:
         return {}
-    counts = bound_names(body, args, walrus)
-    return {name: paths for name, paths in found.items() if counts[name] == 1}
+    bound = counts(body, args) if counts is not None else bound_names(body, args, walrus)
+    return {name: paths for name, paths in found.items() if bound[name] == 1}
 
 
 def held_attributes(node: ast.ClassDef, resolve: Resolve) -> dict:

@@ -74,11 +74,15 @@ def module_name(path: str) -> tuple[str, bool]:
 
 def dotted(node) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    kind = type(node)  # node types by identity: the parser makes no subclasses of them
+    if kind is ast.Name:
+        return node.id
     parts = []
-    while isinstance(node, ast.Attribute):
+    while kind is ast.Attribute:
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
+        kind = type(node)
+    if kind is ast.Name:
         return ".".join([node.id] + parts[::-1])
     return None
 
@@ -513,19 +517,40 @@ def _dataclass_fields(node: ast.ClassDef, class_kw_only: bool) -> str:
     return ",".join(fields)
 
 
+DEFS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+COMPOUND = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,  # with blocks
+                      *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)), *DEFS})
+
+
 def statements(body: list, *, into_defs: bool = False):
     """Every statement in a body, descending into compound statements, and into nested defs and classes only with
-    ``into_defs`` (expressions are not walked: this runs per file)."""
-    for stmt in body:
-        yield stmt
-        if not into_defs and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for attr in ("body", "orelse", "finalbody"):
-            yield from statements(getattr(stmt, attr, None) or [], into_defs=into_defs)
-        for handler in getattr(stmt, "handlers", None) or []:
-            yield from statements(handler.body, into_defs=into_defs)
-        for case in getattr(stmt, "cases", None) or []:
-            yield from statements(case.body, into_defs=into_defs)
+    ``into_defs`` (expressions are not walked: this runs per file). In source order: a statement, then its body,
+    orelse, finalbody, handlers and cases. A stack of iterators, not nested generators: a yield costs the same
+    however deep the statement is."""
+    stack = [iter(body)]
+    while stack:
+        for stmt in stack[-1]:
+            yield stmt
+            kind = type(stmt)
+            if kind not in COMPOUND or (not into_defs and kind in DEFS):
+                continue
+            nested = _blocks(stmt)
+            if nested:
+                stack.append(iter(nested))
+                break
+        else:
+            stack.pop()
+
+
+def _blocks(stmt) -> list:
+    """The statements directly in a compound statement's blocks, in statements' order."""
+    nested = [*(getattr(stmt, "body", None) or ()), *(getattr(stmt, "orelse", None) or ()),
+              *(getattr(stmt, "finalbody", None) or ())]
+    for handler in getattr(stmt, "handlers", None) or ():
+        nested += handler.body
+    for case in getattr(stmt, "cases", None) or ():
+        nested += case.body
+    return nested
 
 
 def _instance_attributes(node: ast.ClassDef) -> set[str]:

@@ -12,6 +12,7 @@ import ast
 import builtins
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,12 +21,13 @@ from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
-from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instances, walrus_in
-from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
+from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
                               resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
+from .pool import map_in_workers
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
 from .splats import dict_keys
@@ -110,6 +112,7 @@ class _FileScanner:
         self.module, self.is_package = project_module(path)
         every = list(statements(tree.body, into_defs=True))
         spelling = Spelling(source) if source is not None else None
+        self.supers = spelling.lines(words=("super",)) if spelling is not None else None  # lines saying super
         self.flags = g.version_flags(tree, every, spelling) if versionish else set()
         self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
@@ -118,7 +121,8 @@ class _FileScanner:
         self.defs = _module_functions(tree.body)
         self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
-        self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
+        self.bound_once: list = []  # per function: (body, args), then name -> the value of its one binding
+        self.counts: dict[int, Counter] = {}  # id(a scope's body) -> instances.bound_names of that scope
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
         self.instances: dict[int, dict] = {}  # id(a scope) -> its names that hold a megatron instance
         self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
@@ -158,7 +162,7 @@ class _FileScanner:
             closed = node.bases and all(p or m for p, m in zip(entry[BASES], entry[MEGATRON_BASES]))
             entry[MEMBERS] = _own_attributes(node) if closed else OPEN  # an open class: never read
         self.instances[id(self.scopes[0])] = scope_instances(tree.body, None, self.paths, self.walrus,
-                                                             self.project_class)
+                                                             self.project_class, self.bound_in)
         self.dicts[id(self.scopes[0])] = (tree.body, None)
         self.block(tree.body)
 
@@ -177,17 +181,25 @@ class _FileScanner:
         self.bound.pop()
 
     # ---- names ---------------------------------------------------------------------------------------------
-    def visible(self):
-        """The scopes a name is looked up in, innermost first: class bodies only when they are innermost."""
-        for index in range(len(self.scopes) - 1, -1, -1):
-            if not self.class_scope[index] or index == len(self.scopes) - 1:
-                yield self.scopes[index]
+    def scope_of(self, name: str) -> dict | None:
+        """The innermost scope that binds ``name`` among those it is looked up in (class bodies only when they are
+        innermost), or None."""
+        scopes, is_class = self.scopes, self.class_scope
+        last = len(scopes) - 1
+        for index in range(last, -1, -1):
+            scope = scopes[index]
+            if name in scope and (index == last or not is_class[index]):
+                return scope
+        return None
+
+    def at_module(self, name: str) -> bool:
+        """``name`` is bound by no scope inside the module that it is looked up in (the module's own, or none)."""
+        scope = self.scope_of(name)
+        return scope is None or scope is self.scopes[0]
 
     def lookup(self, name: str):
-        for scope in self.visible():
-            if name in scope:
-                return scope[name]
-        return None
+        scope = self.scope_of(name)
+        return scope[name] if scope is not None else None
 
     def paths(self, expr) -> tuple | None:
         chain = dotted(expr)
@@ -202,7 +214,7 @@ class _FileScanner:
     def from_star(self, name: str) -> tuple | None:
         """A name bound nowhere in the file, not a builtin, with only megatron star imports: it comes from them."""
         if not self.stars or self.foreign_star or name in self.file_names or hasattr(builtins, name) or \
-                any(name in scope for scope in self.visible()):
+                self.scope_of(name) is not None:
             return None
         return tuple(f"{m}.{name}" for m in self.stars)
 
@@ -286,9 +298,10 @@ class _FileScanner:
                     for item in s.items:
                         if item.optional_vars is not None:
                             target(item.optional_vars, top=top)
+                if type(s) not in _NESTING:
+                    continue
                 for child in ("body", "orelse", "finalbody"):
-                    if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
+                    walk(getattr(s, child, []) or [], top and isinstance(s, (ast.With, ast.AsyncWith)))
                 for handler in getattr(s, "handlers", []) or []:
                     if handler.name:
                         bind(handler.name, None)
@@ -374,7 +387,7 @@ class _FileScanner:
         """``if x == E.m:`` (or a local name assigned once to that comparison): the body runs only where a value can
         equal the megatron member ``E.m`` (check.py decides on the candidate); ``!=`` the else branch."""
         if isinstance(test, ast.Name) and self.lookup(test.id) is None:
-            value = (self.bound_once[-1] if self.bound_once else {}).get(test.id)
+            value = self.once().get(test.id)
             test = value if isinstance(value, ast.Compare) else test
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1
                 and isinstance(test.ops[0], (ast.Eq, ast.Is, ast.NotEq, ast.IsNot))):
@@ -520,13 +533,20 @@ class _FileScanner:
     def overrides(self, node: ast.ClassDef, bases: tuple) -> None:
         """Each method of a class with a megatron base, as an ``override`` use (checked in overrides.py)."""
         defined = tuple(sorted(i.name for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               and not _calls_super(i)))
+                               and not self.calls_super(i)))
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args and \
                     not _decorated(item, _NOT_PLAIN):
                 self.uses.append(Use(self.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                      alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
                                      sig=signature(item.args), siblings=defined))
+
+    def calls_super(self, method) -> bool:
+        """_calls_super, for a method whose lines (decorators included) spell ``super`` only."""
+        first = min([method.lineno] + [d.lineno for d in method.decorator_list])
+        if self.supers is not None and not self.supers.within(first, method.end_lineno or method.lineno):
+            return False
+        return _calls_super(method)
 
     def inherited(self, e: ast.Attribute) -> str | None:
         """``self.X`` read in a method of a class whose bases are all megatron's, X set nowhere in the class: what
@@ -540,10 +560,8 @@ class _FileScanner:
 
     def instance_of(self, name: str) -> tuple | None:
         """The megatron classes ``name`` holds an instance of, in the innermost scope that binds it."""
-        for scope in self.visible():
-            if name in scope:
-                return self.instances.get(id(scope), {}).get(name)
-        return None
+        scope = self.scope_of(name)
+        return self.instances.get(id(scope), {}).get(name) if scope is not None else None
 
     def frame(self, node, body, plain: bool) -> Frame:
         """A module-level function, or a plain method of a top-level class: its key, ``**`` parameter, the dicts
@@ -565,8 +583,7 @@ class _FileScanner:
     def project_callee(self, func) -> str | None:
         """The key of the project function (or ``self.method``) a call names, for forwarding.py."""
         frame = self.frames[-1] if self.frames else Frame()
-        if isinstance(func, ast.Name) and not any(func.id in scope for scope in self.visible()
-                                                  if scope is not self.scopes[0]) and not self.lookup(func.id):
+        if isinstance(func, ast.Name) and self.at_module(func.id) and not self.lookup(func.id):
             return f"{self.module}.{func.id}" if self.defs.get(func.id) else self.origins.get(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and frame.self_name \
                 and func.value.id == frame.self_name and self.lookup(frame.self_name) is None:
@@ -575,13 +592,27 @@ class _FileScanner:
 
     def dict_keys_of(self, name: str) -> tuple:
         """The keys certain to be in the dict ``name`` holds, in the innermost scope that binds it."""
-        for scope in self.visible():
-            if name in scope:
-                known = self.dicts.get(id(scope))
-                if isinstance(known, tuple):
-                    known = self.dicts[id(scope)] = dict_keys(*known, self.walrus)
-                return (known or {}).get(name, ())
-        return ()
+        scope = self.scope_of(name)
+        if scope is None:
+            return ()
+        known = self.dicts.get(id(scope))
+        if isinstance(known, tuple):
+            known = self.dicts[id(scope)] = dict_keys(*known, self.walrus, self.bound_in)
+        return (known or {}).get(name, ())
+
+    def bound_in(self, body: list, args) -> Counter:
+        """instances.bound_names of one scope, counted once for all that ask (instances, dict splats, once())."""
+        counts = self.counts.get(id(body))
+        if counts is None:
+            counts = self.counts[id(body)] = bound_names(body, args, self.walrus)
+        return counts
+
+    def once(self) -> dict:
+        """The innermost function's names bound once and their values (_bound_once), read the first time asked."""
+        known = self.bound_once[-1] if self.bound_once else {}
+        if isinstance(known, tuple):
+            known = self.bound_once[-1] = _bound_once(known[0], self.bound_in(*known))
+        return known
 
     def instance_member(self, e) -> tuple | None:
         """``w.attr`` or ``self.x.attr`` off a held megatron instance: (``Class.attr`` for each class it may be,
@@ -623,7 +654,7 @@ class _FileScanner:
         if isinstance(body, list):
             self.local_defs[id(self.scopes[-1])] = _module_functions(body, self.function_signature)
             self.instances[id(self.scopes[-1])] = scope_instances(body, args, self.paths, self.walrus,
-                                                                  self.project_class)
+                                                                  self.project_class, self.bound_in)
             self.dicts[id(self.scopes[-1])] = (body, args)  # read with dict_keys on a ``**name`` call only
         plain = not _decorated(node, ("staticmethod", "classmethod"))
         self.frames.append(self.frame(node, body, plain))
@@ -631,7 +662,7 @@ class _FileScanner:
         top_class = len(self.class_names) == 1 and self.class_names[0] in self.classes
         self.owners.append((args.args[0].arg, f"{self.module}.{self.class_names[0]}")
                            if method and plain and top_class else None)
-        self.bound_once.append(_bound_once(body, params) if isinstance(body, list) else {})
+        self.bound_once.append((body, args) if isinstance(body, list) else {})  # read with once() on need only
         self.sig_probed.append(set())
         if isinstance(body, list):
             self.block(body)
@@ -651,9 +682,10 @@ class _FileScanner:
 
     # ---- expressions ---------------------------------------------------------------------------------------
     def expr(self, e) -> None:
-        if e is None:
+        kind = type(e)  # node types are compared by identity: the parser makes no subclasses of them
+        if kind in _LEAVES:
             return
-        if isinstance(e, ast.Attribute):
+        if kind is ast.Attribute:
             held = self.instance_member(e)
             if held:
                 if isinstance(e.ctx, ast.Load):
@@ -676,9 +708,9 @@ class _FileScanner:
                     self.record(e, paths, "attribute")
                 return
             self.expr(e.value)
-        elif isinstance(e, ast.Call):
+        elif kind is ast.Call:
             self.call(e)
-        elif isinstance(e, ast.BoolOp):
+        elif kind is ast.BoolOp:
             pushed = 0
             for value in e.values:
                 self.expr(value)
@@ -688,16 +720,16 @@ class _FileScanner:
                     self.push(guard[0], e.lineno, guard[1])
                     pushed += 1
             del self.guards[len(self.guards) - pushed:]
-        elif isinstance(e, ast.IfExp):
+        elif kind is ast.IfExp:
             self.branches(e.test, e.lineno, (e.body, e.orelse), self.expr)
-        elif isinstance(e, ast.Lambda):
+        elif kind is ast.Lambda:
             for d in e.args.defaults:
                 self.expr(d)
             self.function(e, e.body)
-        elif isinstance(e, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        elif kind in _COMPREHENSIONS:
             self.comprehension(e)
-        elif isinstance(e, ast.Name) and isinstance(e.ctx, ast.Load):
-            star = self.from_star(e.id)
+        elif kind is ast.Name:
+            star = self.from_star(e.id) if type(e.ctx) is ast.Load else None
             if star:
                 self.record(e, star, "attribute")
         else:
@@ -805,8 +837,7 @@ class _FileScanner:
 
     def project_class(self, node) -> str | None:
         """``module.Class`` of a project class a name denotes (defined at the top of this file or imported)."""
-        if not isinstance(node, ast.Name) or self.lookup(node.id) or any(
-                node.id in scope for scope in self.visible() if scope is not self.scopes[0]):
+        if not isinstance(node, ast.Name) or self.lookup(node.id) or not self.at_module(node.id):
             return None
         if node.id in self.classes:
             return f"{self.module}.{node.id}"
@@ -863,7 +894,7 @@ class _FileScanner:
         owner = self.owners[-1] if self.owners else None
         if owner and node.value.id == owner[0]:
             return f"{owner[0]}.{node.attr}", "", (METHOD, owner[1], node.attr)
-        value = (self.bound_once[-1] if self.bound_once else {}).get(node.value.id)
+        value = self.once().get(node.value.id)
         origin = self.project_class(value.func) if isinstance(value, ast.Call) else None
         if origin:  # ``obj = ProjectClass(...)`` bound once in this function: its method
             return f"{node.value.id}.{node.attr}", "", (METHOD, origin, node.attr)
@@ -871,11 +902,9 @@ class _FileScanner:
 
     def function_signature(self, name: str) -> str:
         """The signature of the function ``name`` denotes here ("" when it is not one function of this file)."""
-        for scope in self.visible():
-            if name in scope:
-                defs = self.defs if scope is self.scopes[0] else self.local_defs.get(id(scope), {})
-                return defs.get(name) or ""
-        return self.defs.get(name) or ""
+        scope = self.scope_of(name)
+        defs = self.defs if scope is None or scope is self.scopes[0] else self.local_defs.get(id(scope), {})
+        return defs.get(name) or ""
 
 
 @dataclass(frozen=True)
@@ -887,19 +916,11 @@ class Frame:
     owner: str | None = None  # module.Class of a method
 
 
-def _bound_once(body: list, params) -> dict:
-    """name -> the value of ``name = value`` for each name the body binds once, and by that statement (not a
-    parameter, a loop or ``with`` target, an augmented assignment); nested defs are their own scopes."""
-    found, bound = {}, {name: 1 for name in params}
-    for stmt in statements(body):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
-        targets += [i.optional_vars for i in getattr(stmt, "items", None) or []]
-        for t in targets:
-            for name in (n.id for n in ast.walk(t) if isinstance(n, ast.Name)) if t is not None else ():
-                bound[name] = bound.get(name, 0) + 1
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(t, ast.Name):
-                    found[name] = stmt.value
-    return {name: value for name, value in found.items() if bound[name] == 1}
+def _bound_once(body: list, counts) -> dict:
+    """name -> the value of ``name = value`` for each name the scope binds once (``counts``: its
+    instances.bound_names), by that statement; nested defs are their own scopes."""
+    return {s.targets[0].id: s.value for s in statements(body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and counts[s.targets[0].id] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):
@@ -1034,6 +1055,12 @@ def _bound_anywhere(tree: ast.Module) -> set[str]:
 
 
 _BLOCKS = {"body", "orelse", "finalbody", "handlers", "cases"}
+_NESTING = COMPOUND - DEFS  # statements with blocks of the same scope
+# expression nodes with nothing below them that the scan reads: None (an absent child), constants, contexts, operators
+_LEAVES = frozenset({type(None), ast.Constant, *(kind for family in (ast.expr_context, ast.operator, ast.boolop,
+                                                                    ast.unaryop, ast.cmpop)
+                                                 for kind in family.__subclasses__())})
+_COMPREHENSIONS = frozenset({ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp})
 
 
 def _is_none(node) -> bool:
@@ -1054,19 +1081,22 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
     # every node of the class, in no particular order (a set is built): the fields read inline, as in
     # pysource.count_nodes, since this runs on every closed class of every scanned file
     names: set[str] = set()
-    stack, node_type, load = [node], ast.AST, ast.Load
+    stack, node_type, load, fields_of = [node], ast.AST, ast.Load, _WALKED_FIELDS
     while stack:
         sub = stack.pop()
         kind = type(sub)
+        if kind is ast.Name:
+            if type(sub.ctx) is not load:
+                names.add(sub.id)
+            continue  # nothing below a name or a constant
+        if kind is ast.Constant:
+            continue
         if kind is ast.Attribute:
             if type(sub.ctx) is not load:
                 names.add(sub.attr)
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if sub is not node:
                 names.add(sub.name)
-        elif kind is ast.Name:
-            if type(sub.ctx) is not load:
-                names.add(sub.id)
         elif kind is ast.Call and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
                                                                              "register_parameter", "add_module"):
             first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
@@ -1075,13 +1105,19 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
                 names.add(first.value)
             else:
                 names.add("*")
-        for field in sub._fields:
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
+        for field in fields:
             value = getattr(sub, field, None)
             if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, node_type))
+                stack.extend([item for item in value if isinstance(item, node_type)])
             elif isinstance(value, node_type):
                 stack.append(value)
     return {"*"} | names if "*" in names else names
+
+
+_WALKED_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it)
 
 
 def _only_splats(args: ast.arguments) -> bool:
@@ -1221,14 +1257,14 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
     forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
-    def scan_one(rel: str, data: bytes, with_exports: dict) -> set:
+    def scan_one(rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
-        published again, as a new scan would."""
+        published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
         done = per_file.get(rel)
         if done is None or done.view != view_of(done.asked, with_exports):
             try:
-                done = _scan_file(rel, data, own, with_exports, store)
+                done = _scan_file(rel, data, own, with_exports, store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
                 if rel not in unparsed:
                     unparsed.add(rel)
@@ -1244,6 +1280,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         exports.update({name: mine for name in changed})
         return changed
 
+    first: list = []  # the first round (the files that spell megatron, read with no exports), in order, each
+    # with the count of files skipped before it was read (the skipped list keeps the order of one pass)
     for rel, path in files:
         data, total = _read(scan, rel, path, total)
         if data is None:
@@ -1256,7 +1294,14 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if imported:
             importers[rel] = (data, imported)
         if b"megatron" in data:
-            scan_one(rel, data, {})
+            first.append((rel, data, len(scan.skipped)))
+    fresh = _first_round_in_workers(first, own, store)
+    read_skips, scan.skipped, replayed = scan.skipped, [], 0
+    for (rel, data, skipped_before), result in zip(first, fresh):
+        scan.skipped += read_skips[replayed:skipped_before]
+        replayed = skipped_before
+        scan_one(rel, data, {}, result)
+    scan.skipped += read_skips[replayed:]
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
@@ -1331,14 +1376,42 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
 
-def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache) -> FileScan:
-    """One file's scan with ``exports`` (from the cache when a run made the same one). CandidateError propagates."""
+def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache, fresh=None) -> FileScan:
+    """One file's scan with ``exports`` (from the cache when a run made the same one; ``fresh``: made in a worker
+    process, a FileScan or the CandidateError it raised). CandidateError propagates."""
     key = store.key(rel, own, data)
     found = store.get(key, exports)
     if found is not None:
         return found
-    scanner = _scan(data, rel, own, exports)
-    result = FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                      view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
+    result = fresh if fresh is not None else _new_scan(rel, data, own, exports)
+    if isinstance(result, CandidateError):
+        raise result
     store.put(key, result)
     return result
+
+
+def _new_scan(rel: str, data: bytes, own: tuple, exports: dict) -> FileScan:
+    scanner = _scan(data, rel, own, exports)
+    return FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
+                    view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
+
+
+def _new_scan_or_error(rel: str, data: bytes, own: tuple) -> FileScan | CandidateError:
+    """A worker process's job: one file of the first round (no exports), or the CandidateError it raises."""
+    try:
+        return _new_scan(rel, data, own, {})
+    except CandidateError as exc:
+        return exc
+
+
+def _first_round_in_workers(first: list, own: tuple, store: ScanCache) -> list:
+    """Per file of the first round: its scan made in a worker process, or None (cached, or scanned here, later:
+    pool.py decides whether workers pay)."""
+    jobs = [(index, rel, data) for index, (rel, data, _skipped) in enumerate(first)
+            if store.get(store.key(rel, own, data), {}) is None]
+    made = map_in_workers(_new_scan_or_error, [(rel, data, own) for _index, rel, data in jobs],
+                          [len(data) for _index, _rel, data in jobs]) if len(jobs) > 1 else None
+    fresh: list = [None] * len(first)
+    for (index, _rel, _data), result in zip(jobs, made or ()):
+        fresh[index] = result
+    return fresh

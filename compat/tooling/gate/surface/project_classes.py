@@ -72,13 +72,20 @@ def megatron_subclass_names(classes: dict, subclassed: set[str]) -> tuple[set[st
     """The short names of the project classes with a megatron class somewhere up their project chain: (those of a
     closed type (``closed_chain``), the only ones whose uses ``resolve_project_instances`` keeps; the others, which
     matter only where a class line subclasses them, since that subclass may be closed)."""
+    subclasses: dict[str, list] = {}  # a project class -> the project classes with it as a base
+    todo = []
+    for origin, entry in classes.items():
+        if any(entry[MEGATRON_BASES]):
+            todo.append(origin)
+        for base in entry[BASES]:
+            if base:
+                subclasses.setdefault(base, []).append(origin)
     found: set[str] = set()
-    while True:
-        more = {origin for origin, entry in classes.items() if origin not in found
-                and (any(entry[MEGATRON_BASES]) or any(b in found for b in entry[BASES] if b))}
-        if not more:
-            break
-        found |= more
+    while todo:  # down from the classes with a megatron base, each class once
+        origin = todo.pop()
+        if origin not in found:
+            found.add(origin)
+            todo.extend(subclasses.get(origin, ()))
     closed = {origin.rpartition(".")[2] for origin in found if closed_chain(origin, classes, subclassed) is not None}
     return closed, {origin.rpartition(".")[2] for origin in found} - closed
 

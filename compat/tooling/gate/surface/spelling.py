@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from itertools import accumulate
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")  # the line ends Python's tokenizer counts
 _VERSION_FLAG_AT = re.compile(rb"(?:mcore|megatron)_?(?:ge|gt|lt|le|eq)?_?v?\d")
@@ -23,6 +24,13 @@ def _find_all(source: bytes, literal: bytes):
     while at != -1:
         yield at
         at = source.find(literal, at + 1)
+
+
+def _line_starts(source: bytes) -> list[int]:
+    """The offset at which each line starts (Python's line ends: ``\r\n``, ``\r``, ``\n``)."""
+    if b"\r" in source:
+        return [0] + [m.end() for m in _NEWLINE.finditer(source)]
+    return list(accumulate((len(line) + 1 for line in source.split(b"\n")), initial=0))[:-1]
 
 
 class Lines:
@@ -47,7 +55,7 @@ class Spelling:
 
     def __init__(self, source: bytes):
         self.source = source if source.isascii() else None
-        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(source)] if self.source is not None else []
+        self.starts = _line_starts(source) if self.source is not None else []
         self._lowered: bytes | None = None
 
     def lines(self, words=(), anywhere=(), version: bool = False) -> Lines:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .instances import bound_names
+from .instances import Counts, bound_names
 from .model import dotted
 
 Keys = dict  # name -> ((key, line), ...)
@@ -51,8 +51,9 @@ def _removed(scope_nodes, names: set) -> set:
     return out
 
 
-def dict_keys(body: list, args: ast.arguments | None, walrus: bool) -> Keys:
-    """name -> the keys certain to be in the dict it holds, for the names of one scope built as above."""
+def dict_keys(body: list, args: ast.arguments | None, walrus: bool, counts: Counts | None = None) -> Keys:
+    """name -> the keys certain to be in the dict it holds, for the names of one scope built as above (``counts``:
+    where the caller keeps each scope's bound_names)."""
     found: dict[str, list] = {}
     for stmt in body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -68,8 +69,8 @@ def dict_keys(body: list, args: ast.arguments | None, walrus: bool) -> Keys:
                     found[name].append((key, target.lineno))
     if not found:
         return {}
-    counts = bound_names(body, args, walrus)
+    bound = counts(body, args) if counts is not None else bound_names(body, args, walrus)
     nodes = [n for stmt in body for n in ast.walk(stmt)]
     removed = _removed(nodes, set(found))
     return {name: tuple((k, line) for k, line in keys if (name, k) not in removed)
-            for name, keys in found.items() if counts[name] == 1}
+            for name, keys in found.items() if bound[name] == 1}
