@@ -28,7 +28,7 @@ from .model import PARAMS, VARKW, parse_signature
 from .project_classes import BASES
 
 PROJECT_CALL = "call of a project function"  # until resolved: the use's name is the callee's key
-AMBIGUOUS = None  # a forwarder entry with two different callees
+AMBIGUOUS = "two different callees"  # a forwarder entry; a plain string, as it is stored in the scan cache (JSON)
 _MAX_CHAIN = 16
 
 
@@ -69,8 +69,9 @@ def resolve_project_calls(uses: list, forwards: dict, classes: dict) -> list:
             continue
         key = use.name if use.name in forwards else _method_key(use.name, classes)
         entry = forwards.get(key) if key else None
-        if entry is AMBIGUOUS or (key.rpartition(".")[0] in classes and _redefined_below(key, classes)):
-            continue  # not a forwarder (None), two callees, or a method a subclass may replace
+        if entry is None or entry == AMBIGUOUS or (key.rpartition(".")[0] in classes
+                                                   and _redefined_below(key, classes)):
+            continue  # not a forwarder, two callees, or a method a subclass may replace
         targets, sig = entry
         parsed = parse_signature(sig)
         if not parsed[VARKW]:

@@ -1338,7 +1338,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if done is not None:
             scan.sets |= done.sets
             for key, entry in done.forwarded.items():
-                if entry is AMBIGUOUS:
+                if entry == AMBIGUOUS:
                     forwards[key] = AMBIGUOUS
                 else:
                     add_forwarder(forwards, key, *entry)
