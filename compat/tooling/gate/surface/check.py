@@ -221,7 +221,7 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
                     "member of its enum in the candidate")
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
-            return f"{what} (line {line})" + (f"; {note}" if note else "")
+            return what + (f" (line {line})" if line else "") + (f"; {note}" if note else "")
     return None
 
 

@@ -6,7 +6,8 @@ Precision over recall: a name holds an instance only where its type cannot be an
 
 - ``w = X(...)`` (or ``w: T = X(...)``) with ``X`` a megatron name, where ``w`` is bound nowhere else in the
   same scope (no second assignment, loop target, ``with``/``except`` name, import, def, ``global``/``nonlocal``);
-- a parameter annotated with a megatron name (``def f(m: GPTModel)``) that its function never rebinds: it may
+- a parameter annotated with a megatron name (``def f(m: GPTModel)``, also ``Optional[X]``, ``X | None``, a
+  ``Union`` of megatron names only: ``annotated_classes``) that its function never rebinds: it may
   hold a subclass (``TransformerConfig`` subclasses add fields), so only calls of members the class has are
   checked (``via=ANNOTATED``), never a missing member;
 - a parameter annotated with a project class, or ``w = P(...)`` of one (``via=PROJECT_CLASS``, the name before
@@ -110,6 +111,36 @@ def _of_project_class(node, project: ProjectClass | None) -> tuple | None:
     return ((origin,), PROJECT_CLASS) if origin else None
 
 
+def annotated_classes(annotation) -> list:
+    """The dotted names an annotation allows besides None: ``X``, ``Optional[X]``, ``X | None``,
+    ``Union[X, Y, None]`` (``typing.`` spelled or not); [] for anything else (a string, ``list[X]``)."""
+    if annotation is None or _is_none(annotation):
+        return []
+    if dotted(annotation):
+        return [annotation]
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        parts = [annotation.left, annotation.right]
+    elif isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").split(".")[-1] in (
+            "Optional", "Union"):
+        inner = annotation.slice
+        parts = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+    else:
+        return []
+    found = []
+    for part in parts:
+        if _is_none(part):
+            continue
+        members = annotated_classes(part)
+        if not members:
+            return []  # a member that is no class name: the parameter may hold anything
+        found += members
+    return found
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True,
                     project: ProjectClass | None = None) -> dict:
     """name -> (megatron class paths, the ``via`` of its uses), for the names of one scope (a function or module
@@ -118,12 +149,17 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
     found: dict[str, tuple] = {}
     params = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
     for arg in params:
-        if arg.annotation is not None and dotted(arg.annotation):
-            paths = resolve(arg.annotation)
+        members = annotated_classes(arg.annotation)
+        if len(members) == 1:
+            paths = resolve(members[0])
             if paths:
                 found[arg.arg] = paths, ANNOTATED
-            elif (own := _of_project_class(arg.annotation, project)) is not None:
+            elif (own := _of_project_class(members[0], project)) is not None:
                 found[arg.arg] = own
+        elif members:  # a Union: typed only where every member is a megatron class (any of them may be passed)
+            each = [resolve(m) for m in members]
+            if all(each):
+                found[arg.arg] = tuple(dict.fromkeys(p for paths in each for p in paths)), ANNOTATED
     for stmt in statements(body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name, value = stmt.targets[0].id, stmt.value

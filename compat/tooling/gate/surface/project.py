@@ -22,8 +22,8 @@ from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .instances import PROJECT_CLASS, held_attributes, held_path, scope_instances, walrus_in
 from .model import PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
-from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
-                              resolve_project_instances)
+from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
+                              megatron_subclass_names, resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
 from .scan_cache import FileScan, ScanCache, view_of
@@ -536,7 +536,7 @@ class _FileScanner:
                 or e.value.id != context[0] or self.lookup(context[0]) is not None:
             return None
         base, own = context[1]
-        return None if e.attr in own or "*" in own or e.attr.startswith("__") else f"{base}.{e.attr}"
+        return None if e.attr in own or COMPUTED in own or e.attr.startswith("__") else f"{base}.{e.attr}"
 
     def instance_of(self, name: str) -> tuple | None:
         """The megatron classes ``name`` holds an instance of, in the innermost scope that binds it."""
@@ -1042,7 +1042,7 @@ def _is_none(node) -> bool:
 
 def _own_attributes(node: ast.ClassDef) -> frozenset[str]:
     """Everything a class sets or defines itself: class-body names, methods, ``self.X =`` and ``setattr`` anywhere
-    in it (a ``setattr`` with a computed name: everything, so nothing is checked). Remembered on the node: a
+    in it (a ``setattr`` with a computed name: ``COMPUTED``, it may set anything). Remembered on the node: a
     top-level class is read for its members and again where its body is scanned."""
     found = node.__dict__.get("_compat_own")
     if found is None:
@@ -1074,14 +1074,14 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
             else:
-                names.add("*")
+                names.add(COMPUTED)
         for field in sub._fields:
             value = getattr(sub, field, None)
             if type(value) is list:
                 stack.extend(item for item in value if isinstance(item, node_type))
             elif isinstance(value, node_type):
                 stack.append(value)
-    return {"*"} | names if "*" in names else names
+    return names
 
 
 def _only_splats(args: ast.arguments) -> bool:

@@ -1,0 +1,60 @@
+"""Parameters annotated with a class (issue 15, development case swift_legacy_grouped_gemm): ``Optional[X]``,
+``X | None`` and ``Union[X, None]`` type a parameter as ``X`` does (a project subclass of a megatron class: its
+members; a megatron class: calls of the members it has); a Union with a member that is no megatron class is not
+typed. A project class that sets attributes by computed name may set the member read: the finding is guarded."""
+from __future__ import annotations
+
+import pytest
+
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
+from test_surface import make_project
+from test_surface_project_subclass import MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
+
+BUILD = """
+    from typing import Optional, Union
+    import typing
+    from megatron.core.transformer_config import TransformerConfig
+    from proj.model_config import ModelConfig
+    def build(config: {annotation}, other: {megatron}):
+        return config.legacy_gemm, other.describe(quiet=True)
+    """
+
+
+def files(annotation: str, megatron: str, model_config: str = MODEL_CONFIG) -> dict:
+    return {"proj/__init__.py": "", "proj/model_config.py": model_config,
+            "proj/use.py": BUILD.format(annotation=annotation, megatron=megatron)}
+
+
+@pytest.mark.parametrize("annotation, megatron", [
+    ("ModelConfig", "TransformerConfig"),
+    ("Optional[ModelConfig]", "typing.Optional[TransformerConfig]"),
+    ("ModelConfig | None", "None | TransformerConfig"),
+    ("Union[ModelConfig, None]", "Union[TransformerConfig, TransformerConfig, None]"),
+])
+def test_an_optional_annotation_types_the_parameter_as_its_class(tmp_path, wheels, annotation, megatron):
+    got = findings(tmp_path, wheels, files(annotation, megatron), "0.4.0")
+    assert got == {("proj/use.py", 7, c.MISSING_MEMBER, "legacy_gemm"),
+                   ("proj/use.py", 7, c.UNEXPECTED_KEYWORD, "describe(quiet=)")}
+
+
+@pytest.mark.parametrize("annotation, megatron", [
+    ("Union[ModelConfig, dict]", "Union[TransformerConfig, dict]"),
+    ("ModelConfig | str", "Optional['TransformerConfig']"),
+    ("list[ModelConfig]", "Optional[list]"),
+])
+def test_a_union_with_another_member_is_not_typed(tmp_path, wheels, annotation, megatron):
+    assert findings(tmp_path, wheels, files(annotation, megatron), "0.4.0") == set()
+
+
+def test_a_class_setting_computed_names_makes_a_missing_member_guarded_not_a_call(tmp_path, wheels):
+    computed = MODEL_CONFIG.replace("self.derived = 2", "self.derived = 2\n            setattr(self, self.name, 1)")
+    report_files = files("ModelConfig", "TransformerConfig", computed)
+    report_files["proj/use.py"] = report_files["proj/use.py"].replace(
+        "return config.legacy_gemm,", "return config.legacy_gemm, config.describe(quiet=True),")
+    report = surface_gate(str(wheels["0.4.0"]), make_project(tmp_path / "p", report_files))
+    got = {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings if f.kind in c.BREAKING}
+    # setattr may set legacy_gemm; it cannot change describe's signature
+    assert got == {(7, "legacy_gemm", True), (7, "describe(quiet=)", False)}
+    guard = next(f.guard for f in report.findings if f.name.endswith("legacy_gemm"))
+    assert guard.startswith("computed setattr; ModelConfig sets attributes by computed name")
