@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project
-from test_surface_project_subclass import MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
+from test_surface import make_project, make_wheel
+from test_surface_project_subclass import CONFIG, MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
 
 BUILD = """
     from typing import Optional, Union
@@ -58,3 +59,46 @@ def test_a_class_setting_computed_names_makes_a_missing_member_guarded_not_a_cal
     assert got == {(7, "legacy_gemm", True), (7, "describe(quiet=)", False)}
     guard = next(f.guard for f in report.findings if f.name.endswith("legacy_gemm"))
     assert guard.startswith("computed setattr; ModelConfig sets attributes by computed name")
+
+
+SUBCLASS = """
+    from megatron.core.transformer_config import TransformerConfig
+    class MlaConfig(TransformerConfig):
+        lora_rank: int = 0
+    """
+READS = """
+    from megatron.core.transformer_config import TransformerConfig
+    def build(config: TransformerConfig):
+        return config.num_layers, config.legacy_gemm, config.lora_rank, config.stored, config.quoted, config.local
+    def tweak(model):
+        model.config.stored = 1
+        setattr(model, "quoted", 2)
+    local = 3
+    """
+
+
+def test_a_member_an_annotated_megatron_class_lacks_fails_where_no_subclass_nor_the_project_defines_it(
+        tmp_path, monkeypatch):
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {version: make_wheel(cache, version, {
+        "megatron/core/__init__.py": "", "megatron/core/mla.py": SUBCLASS,
+        "megatron/core/transformer_config.py": CONFIG.format(field=field)})
+        for version, field in (("0.3.0", "legacy_gemm: bool = False"), ("0.4.0", "new_gemm: bool = False"))}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    project = {"proj/__init__.py": "", "proj/use.py": READS}
+    for version, expected in (("0.3.0", set()), ("0.4.0", {(4, "legacy_gemm", False)})):
+        report = surface_gate(str(paths[version]), make_project(tmp_path / version, project))
+        # lora_rank: a candidate subclass's field; stored, quoted, local: the project defines those names
+        assert {(f.line, f.name.rsplit(".", 1)[1], f.guarded) for f in report.findings
+                if f.kind in c.BREAKING} == expected
+    legacy = next(f for f in report.findings if f.name.endswith("legacy_gemm"))
+    assert legacy.kind == c.MISSING_MEMBER and "0.3.0" in str(legacy.history)
+
+
+def test_a_project_subclass_that_may_set_any_name_keeps_annotated_reads_unchecked(tmp_path, wheels):
+    opened = "class Loose(TransformerConfig):\n        def __getattr__(self, name):\n            return None\n"
+    project = {"proj/__init__.py": "", "proj/use.py": READS, "proj/loose.py": SUBCLASS.replace(
+        "class MlaConfig(TransformerConfig):\n        lora_rank: int = 0\n", opened)}
+    report = surface_gate(str(wheels["0.4.0"]), make_project(tmp_path / "p", project))
+    assert not [f for f in report.findings if f.kind in c.BREAKING]

@@ -78,6 +78,7 @@ class ProjectScan:
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
     classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature, BASES: ...} of its classes
     factories: dict = field(default_factory=dict)  # "module.function" -> (providers.factory_of's answer, path)
+    sources: list = field(default_factory=list)  # (rel, path) of every Python file (annotated.ProjectNames)
 
     def method(self, origin: str, name: str, depth: int = 0) -> str | None:
         """The signature of the method ``name`` a project class defines or inherits from a project base (None
@@ -116,7 +117,6 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
-        self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
         self.bound_once: list = []  # per function: name -> the value of its one binding (_bound_once)
         self.local_defs: dict[int, dict] = {}  # id(a function's scope) -> the functions its body defines
@@ -130,6 +130,7 @@ class _FileScanner:
         top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases)}
                         for name, node in top.items()}
+        self.factories = file_factories(tree.body, self.defs, _callable, _named_classes(tree, *self.module_of()))
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
         self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
@@ -304,11 +305,10 @@ class _FileScanner:
 
     def absolute(self, s: ast.ImportFrom) -> str:
         """The module a ``from X import`` reads, relative imports resolved against this file's module."""
-        if not s.level:
-            return s.module or ""
-        base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
-        base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
-        return ".".join(base + ([s.module] if s.module else []))
+        return _absolute(s, self.module, self.is_package)
+
+    def module_of(self) -> tuple[str, bool]:
+        return self.module, self.is_package
 
     def module_exports(self) -> dict:
         """The megatron names this file binds at module level (what ``from this_module import x`` gets)."""
@@ -1084,6 +1084,24 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
     return names
 
 
+def _absolute(s: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from X import`` in ``module`` reads, relative imports resolved."""
+    if not s.level:
+        return s.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
+    return ".".join(base + ([s.module] if s.module else []))
+
+
+def _named_classes(tree: ast.Module, module: str, is_package: bool) -> dict:
+    """name -> "module.Name" of what may be a project class at a module's top: its classes and its
+    ``from X import Name`` names (whether one is a project class is known once every file is scanned)."""
+    found = {a.asname or a.name: f"{_absolute(s, module, is_package)}.{a.name}" for s in statements(tree.body)
+             if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module)) for a in s.names}
+    found.update({node.name: f"{module}.{node.name}" for node in tree.body if isinstance(node, ast.ClassDef)})
+    return found
+
+
 def _only_splats(args: ast.arguments) -> bool:
     return bool(args.vararg or args.kwarg) and not (args.posonlyargs or args.args or args.kwonlyargs)
 
@@ -1208,7 +1226,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
-    scan = ProjectScan(str(root), own_packages=list(own))
+    scan = ProjectScan(str(root), own_packages=list(own), sources=files)
     store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
     project_modules = {m for names in names_of.values() for m in names}
@@ -1326,7 +1344,8 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             tree = parse_source(data, rel) if data is not None else None
         except CandidateError:
             continue
-        found = file_factories(tree.body, _module_functions(tree.body), _callable) if tree is not None else {}
+        found = file_factories(tree.body, _module_functions(tree.body), _callable,
+                               _named_classes(tree, *project_module(rel))) if tree is not None else {}
         for module in names_of[rel]:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
