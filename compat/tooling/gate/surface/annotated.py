@@ -11,6 +11,11 @@ an ``x``:
   quoted (``setattr(obj, "x", ...)``, a key of a dict that may become attributes). A name-level test, read only
   for members the candidate lacks, and so coarser than the scan: precision over recall.
 
+An annotation is not enforced: a parameter annotated ``ModuleSpec`` that is handed a ``TransformerBlockSubmodules``
+reads ``layer_specs`` fine. So the read is a break only where the release the project runs on now (``--against``,
+else the newest cached release before the candidate, as for overrides) has the member by the same rules and the
+candidate no longer does (``kept_where_it_worked``); without such a release nothing is said.
+
 check.py evaluates such a use as ``via=ANNOTATED_READ`` (lookup side: ``lacks_everywhere``) once ``ProjectNames``
 has said the project does not define the member; a use whose member the project may define stays ``ANNOTATED``
 (members the class has are checked, never a missing one).
@@ -26,6 +31,19 @@ from .project_classes import BASES, COMPUTED, MEGATRON_BASES, MEMBERS
 ANNOTATED_READ = "read off a parameter annotated as a megatron class"  # a Use's via, set in check.py
 _OPENING = {"*", COMPUTED, "__getattr__", "__getattribute__"}  # members that let a class have any name
 _MAX_CHAIN = 16
+
+
+def kept_where_it_worked(findings: list, previous: Surface | None, evaluate) -> list:
+    """``findings`` without the ``ANNOTATED_READ`` ones whose member ``previous`` lacks too (or with no
+    ``previous``): those say more about the annotation than about the candidate. ``evaluate``: check.evaluate."""
+    out = []
+    for f in findings:
+        use = getattr(f, "_use", None)
+        if use is not None and use.via == ANNOTATED_READ and (
+                previous is None or any(x.name == f.name for x in evaluate(use, previous)[0])):
+            continue
+        out.append(f)
+    return out
 
 
 def lacks_everywhere(surface: Surface, qual: str, member: str) -> bool:
