@@ -1,5 +1,5 @@
 """Parameters annotated with a class (issue 15, development case swift_legacy_grouped_gemm): ``Optional[X]``,
-``X | None`` and ``Union[X, None]`` type a parameter as ``X`` does (a project subclass of a megatron class: its
+``X | None``, ``Union[X, None]`` and ``"X"`` (compat.annotations reads them) type a parameter as ``X`` does (a project subclass of a megatron class: its
 members; a megatron class: calls of the members it has); a Union with a member that is no megatron class is not
 typed. A project class that sets attributes by computed name may set the member read: the finding is guarded.
 A member a parameter annotated with a megatron class lacks is missing only where no subclass (candidate or
@@ -34,6 +34,7 @@ def files(annotation: str, megatron: str, model_config: str = MODEL_CONFIG) -> d
     ("Optional[ModelConfig]", "typing.Optional[TransformerConfig]"),
     ("ModelConfig | None", "None | TransformerConfig"),
     ("Union[ModelConfig, None]", "Union[TransformerConfig, TransformerConfig, None]"),
+    ("'ModelConfig'", "Optional['TransformerConfig']"),
 ])
 def test_an_optional_annotation_types_the_parameter_as_its_class(tmp_path, wheels, annotation, megatron):
     got = findings(tmp_path, wheels, files(annotation, megatron), "0.4.0")
@@ -43,7 +44,7 @@ def test_an_optional_annotation_types_the_parameter_as_its_class(tmp_path, wheel
 
 @pytest.mark.parametrize("annotation, megatron", [
     ("Union[ModelConfig, dict]", "Union[TransformerConfig, dict]"),
-    ("ModelConfig | str", "Optional['TransformerConfig']"),
+    ("ModelConfig | str", "TransformerConfig | int"),
     ("list[ModelConfig]", "Optional[list]"),
 ])
 def test_a_union_with_another_member_is_not_typed(tmp_path, wheels, annotation, megatron):

@@ -7,7 +7,7 @@ Precision over recall: a name holds an instance only where its type cannot be an
 - ``w = X(...)`` (or ``w: T = X(...)``) with ``X`` a megatron name, where ``w`` is bound nowhere else in the
   same scope (no second assignment, loop target, ``with``/``except`` name, import, def, ``global``/``nonlocal``);
 - a parameter annotated with a megatron name (``def f(m: GPTModel)``, also ``Optional[X]``, ``X | None``, a
-  ``Union`` of megatron names only: ``annotated_classes``) that its function never rebinds: it may
+  ``Union`` of megatron names only, ``"X"``: ``annotated_classes``) that its function never rebinds: it may
   hold a subclass (``TransformerConfig`` subclasses add fields), so only calls of members the class has are
   checked (``via=ANNOTATED``), never a missing member;
 - a parameter annotated with a project class, or ``w = P(...)`` of one (``via=PROJECT_CLASS``, the name before
@@ -22,9 +22,11 @@ Whether ``X`` is a class (and not a factory function) is decided against the can
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from typing import Callable
 
+from ....annotations import type_of
 from .model import dotted, init_method, statements
 
 INSTANCE = "instance of a megatron class"  # a Use's ``via``: the name before the last dot is the class
@@ -112,33 +114,24 @@ def _of_project_class(node, project: ProjectClass | None) -> tuple | None:
 
 
 def annotated_classes(annotation) -> list:
-    """The dotted names an annotation allows besides None: ``X``, ``Optional[X]``, ``X | None``,
-    ``Union[X, Y, None]`` (``typing.`` spelled or not); [] for anything else (a string, ``list[X]``)."""
-    if annotation is None or _is_none(annotation):
-        return []
-    if dotted(annotation):
-        return [annotation]
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        parts = [annotation.left, annotation.right]
-    elif isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or "").split(".")[-1] in (
-            "Optional", "Union"):
-        inner = annotation.slice
-        parts = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
-    else:
+    """The class names (expressions) an annotation allows besides None: ``X``, ``Optional[X]``, ``X | None``,
+    ``Union[X, Y, None]``, ``"X"`` (read by ``compat.annotations``); [] where it allows anything else (a builtin,
+    ``list[X]``, ``Any``)."""
+    if annotation is None or dotted(annotation):
+        return [annotation] if annotation is not None else []
+    if not isinstance(annotation, (ast.Subscript, ast.BinOp, ast.Constant)):
         return []
     found = []
-    for part in parts:
-        if _is_none(part):
+    for member in type_of(ast.unparse(annotation)).members:
+        if member.kind == "None":
             continue
-        members = annotated_classes(part)
-        if not members:
+        if member.kind != "any" or not _DOTTED.fullmatch(member.name):
             return []  # a member that is no class name: the parameter may hold anything
-        found += members
+        found.append(ast.parse(member.name, mode="eval").body)
     return found
 
 
-def _is_none(node) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True,
