@@ -65,7 +65,7 @@ class ProjectNames:
         self._sources = sources  # (rel, path) of every Python file the scan read
         self._classes = classes  # ProjectScan.classes
         self._data: list[bytes] | None = None
-        self._answers: dict[str, bool] = {}
+        self._answers: dict = {}  # member -> defines; (id(surface), class) -> opened
 
     def defines(self, member: str) -> bool:
         if member not in self._answers:
@@ -85,6 +85,12 @@ class ProjectNames:
 
     def opened(self, surface: Surface, qual: str) -> bool:
         """A project class with ``qual`` up its chain (through megatron bases) that may add any member."""
+        key = (id(surface), qual)
+        if key not in self._answers:
+            self._answers[key] = self._opened(surface, qual)
+        return self._answers[key]
+
+    def _opened(self, surface: Surface, qual: str) -> bool:
         wanted = Target("class", qual)
         for origin, entry in self._classes.items():
             if not (entry.get(MEMBERS, frozenset()) & _OPENING):
