@@ -1,9 +1,10 @@
 """Parameters annotated with a class (issue 15, development case swift_legacy_grouped_gemm): ``Optional[X]``,
-``X | None``, ``Union[X, None]`` and ``"X"`` (compat.annotations reads them) type a parameter as ``X`` does (a project subclass of a megatron class: its
-members; a megatron class: calls of the members it has); a Union with a member that is no megatron class is not
-typed. A project class that sets attributes by computed name may set the member read: the finding is guarded.
-A member a parameter annotated with a megatron class lacks is missing only where no subclass (candidate or
-project) nor any store of that name in the project can supply it, and the release before the candidate had it."""
+``X | None``, ``Union[X, None]`` and ``"X"`` (compat.annotations reads them) type a parameter as ``X`` does (a
+project subclass of a megatron class: its members; a megatron class: calls of the members it has); a Union with a
+member that is no megatron class is not typed. A project class that sets attributes by computed name may set the
+member read: the finding is guarded. A member a parameter annotated with a megatron class lacks is missing only
+where no subclass (candidate or project) nor any store of that name in the project can supply it, and the
+release before the candidate had it."""
 from __future__ import annotations
 
 import pytest
