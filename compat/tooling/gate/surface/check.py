@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
+from .annotated import ANNOTATED_READ, ProjectNames, lacks_everywhere
 from .forwarding import PROJECT_CALL
 from .lookup import OPAQUE, Surface, Target
 from .model import PARAMS, VARARGS, VARKW
@@ -109,7 +110,7 @@ def evaluate(use, surface: Surface) -> tuple[list, list]:
 
 
 def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
-    held = use.via in (INSTANCE, ANNOTATED)
+    held = use.via in (INSTANCE, ANNOTATED, ANNOTATED_READ)
     if held and not _only_classes(surface, name.rpartition(".")[0]):
         return [], []  # not constructed from a class here (a factory, or not shipped: the import says so)
     parts = name.split(".")
@@ -123,6 +124,10 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
             notes.append(note)
     if not res.ok and use.via == ANNOTATED:
         return [], notes  # a subclass the parameter may hold can have it
+    if not res.ok and use.via == ANNOTATED_READ and not (
+            res.container is not None and res.container.kind == "class" and name == f"{res.resolved}.{res.missing}"
+            and lacks_everywhere(surface, res.container.name, res.missing)):
+        return [], notes  # a subclass in the candidate has it (or the class itself is not there)
     if not res.ok:
         failing = f"{res.resolved}.{res.missing}" if res.resolved else res.missing
         if res.container is not None and res.container.kind == "class":
@@ -221,7 +226,7 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
                     "member of its enum in the candidate")
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
-            return f"{what} (line {line})" + (f"; {note}" if note else "")
+            return what + (f" (line {line})" if line else "") + (f"; {note}" if note else "")
     return None
 
 
@@ -253,6 +258,7 @@ def check(scan, surface: Surface) -> list[Finding]:
     import_failures: dict[tuple, Finding] = {}  # (path, failing name) -> the import that already says it
     failing_at: dict[tuple, _Names] = {}  # (path, line) -> names with a finding there
     assigned = _Names(scan.sets)
+    names = ProjectNames(getattr(scan, "sources", []), scan.classes)
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
         if use.how in ("override", "spec") or use.via == SELF_ATTRIBUTE:
             continue  # the class contract: overrides.py
@@ -261,6 +267,11 @@ def check(scan, surface: Surface) -> list[Finding]:
         if _assigned_by_project(use.name, assigned):
             continue  # the project assigns this name (or the object it hangs off) itself
         failures, notes = evaluate(use, surface)
+        if not failures and use.via == ANNOTATED and use.how == "attribute":
+            read = replace(use, via=ANNOTATED_READ)
+            more = evaluate(read, surface)[0]
+            if more and _project_lacks(more[0], names, surface):
+                use, failures = read, more
         for failure in failures:
             guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
             first = import_failures.get((use.path, failure.name))
@@ -292,6 +303,14 @@ def check(scan, surface: Surface) -> list[Finding]:
                                             note, use=use.how, _use=use)
                     failing_at.setdefault((use.path, use.line), _Names()).add(use.name)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
+
+
+def _project_lacks(failure: Failure, names: ProjectNames, surface: Surface) -> bool:
+    """The project can give no instance of the failing class the member (annotated.py)."""
+    res = surface.resolve(failure.subject)
+    classes = [t.name for t in res.targets if t.kind == "class"] if res.ok else []
+    return bool(classes) and not names.defines(failure.wanted) and not any(
+        names.opened(surface, q) for q in classes)
 
 
 def _assigned_by_project(name: str, sets: "_Names") -> bool:

@@ -28,6 +28,7 @@ DEAD = "dead code"
 FALLBACK = "fallback of a try/except ImportError"
 PROBE_ELSE = "fallback of a hasattr/getattr probe"
 PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
+COMPUTED_SET = "computed setattr"  # an instance's class may set any name on itself (project_classes.py)
 COMPARED = "branch of a comparison with a megatron member"  # ``x == E.m``: runs only where E.m can equal x
 
 _CATCH_ALL = {"Exception", "BaseException"}
@@ -80,6 +81,8 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
     if kind == FLAG:  # runs only where the flag's imports resolve: protects failures of those names only
         return raised in ("import", "attribute") and any(d == n or d.startswith(n + ".")
                                                          for d in detail for n in names if "." in n)
+    if kind == COMPUTED_SET:  # the class may set the member it reads, not change a signature
+        return raised == "attribute"
     if kind == PROBE_TAKEN:
         return bool({d.rsplit(".", 1)[-1] for d in detail} & names)
     return kind not in (FALLBACK, PROBE_ELSE, COMPARED)  # these are decided against the candidate (check.py)

@@ -6,7 +6,8 @@ Precision over recall: a name holds an instance only where its type cannot be an
 
 - ``w = X(...)`` (or ``w: T = X(...)``) with ``X`` a megatron name, where ``w`` is bound nowhere else in the
   same scope (no second assignment, loop target, ``with``/``except`` name, import, def, ``global``/``nonlocal``);
-- a parameter annotated with a megatron name (``def f(m: GPTModel)``) that its function never rebinds: it may
+- a parameter annotated with a megatron name (``def f(m: GPTModel)``, also ``Optional[X]``, ``X | None``, a
+  ``Union`` of megatron names only, ``"X"``: ``annotated_classes``) that its function never rebinds: it may
   hold a subclass (``TransformerConfig`` subclasses add fields), so only calls of members the class has are
   checked (``via=ANNOTATED``), never a missing member;
 - a parameter annotated with a project class, or ``w = P(...)`` of one (``via=PROJECT_CLASS``, the name before
@@ -21,9 +22,11 @@ Whether ``X`` is a class (and not a factory function) is decided against the can
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from typing import Callable
 
+from ....annotations import type_of
 from .model import dotted, init_method, statements
 
 INSTANCE = "instance of a megatron class"  # a Use's ``via``: the name before the last dot is the class
@@ -127,6 +130,27 @@ def _of_project_class(node, project: ProjectClass | None) -> tuple | None:
     return ((origin,), PROJECT_CLASS) if origin else None
 
 
+def annotated_classes(annotation) -> list:
+    """The class names (expressions) an annotation allows besides None: ``X``, ``Optional[X]``, ``X | None``,
+    ``Union[X, Y, None]``, ``"X"`` (read by ``compat.annotations``); [] where it allows anything else (a builtin,
+    ``list[X]``, ``Any``)."""
+    if annotation is None or dotted(annotation):
+        return [annotation] if annotation is not None else []
+    if not isinstance(annotation, (ast.Subscript, ast.BinOp, ast.Constant)):
+        return []
+    found = []
+    for member in type_of(ast.unparse(annotation)).members:
+        if member.kind == "None":
+            continue
+        if member.kind != "any" or not _DOTTED.fullmatch(member.name):
+            return []  # a member that is no class name: the parameter may hold anything
+        found.append(ast.parse(member.name, mode="eval").body)
+    return found
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
 def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, walrus: bool = True,
                     project: ProjectClass | None = None, counts: Counts | None = None) -> dict:
     """name -> (megatron class paths, the ``via`` of its uses), for the names of one scope (a function or module
@@ -136,12 +160,17 @@ def scope_instances(body: list, args: ast.arguments | None, resolve: Resolve, wa
     found: dict[str, tuple] = {}
     params = (args.posonlyargs + args.args + args.kwonlyargs) if args is not None else []
     for arg in params:
-        if arg.annotation is not None and dotted(arg.annotation):
-            paths = resolve(arg.annotation)
+        members = annotated_classes(arg.annotation)
+        if len(members) == 1:
+            paths = resolve(members[0])
             if paths:
                 found[arg.arg] = paths, ANNOTATED
-            elif (own := _of_project_class(arg.annotation, project)) is not None:
+            elif (own := _of_project_class(members[0], project)) is not None:
                 found[arg.arg] = own
+        elif members:  # a Union: typed only where every member is a megatron class (any of them may be passed)
+            each = [resolve(m) for m in members]
+            if all(each):
+                found[arg.arg] = tuple(dict.fromkeys(p for paths in each for p in paths)), ANNOTATED
     for stmt in statements(body):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name, value = stmt.targets[0].id, stmt.value

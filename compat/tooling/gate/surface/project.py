@@ -23,8 +23,8 @@ from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
 from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
-from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
-                              resolve_project_instances)
+from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
+                              megatron_subclass_names, resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
 from .pool import map_in_workers
@@ -80,6 +80,7 @@ class ProjectScan:
     sets: set = field(default_factory=set)  # megatron names the project assigns (monkeypatches)
     classes: dict = field(default_factory=dict)  # "module.Class" -> {method: signature, BASES: ...} of its classes
     factories: dict = field(default_factory=dict)  # "module.function" -> (providers.factory_of's answer, path)
+    sources: list = field(default_factory=list)  # (rel, path) of every Python file (annotated.ProjectNames)
 
     def method(self, origin: str, name: str, depth: int = 0) -> str | None:
         """The signature of the method ``name`` a project class defines or inherits from a project base (None
@@ -119,7 +120,6 @@ class _FileScanner:
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
-        self.factories = file_factories(tree.body, self.defs, _callable)
         self.owners: list = []  # per function: (the name of self, "module.Class") in a method of a top-level class
         self.bound_once: list = []  # per function: (body, args), then name -> the value of its one binding
         self.counts: dict[int, Counter] = {}  # id(a scope's body) -> instances.bound_names of that scope
@@ -134,6 +134,7 @@ class _FileScanner:
         top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases)}
                         for name, node in top.items()}
+        self.factories = file_factories(tree.body, self.defs, _callable, _named_classes(tree, *self.module_of()))
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
         self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
@@ -317,11 +318,10 @@ class _FileScanner:
 
     def absolute(self, s: ast.ImportFrom) -> str:
         """The module a ``from X import`` reads, relative imports resolved against this file's module."""
-        if not s.level:
-            return s.module or ""
-        base = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
-        base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
-        return ".".join(base + ([s.module] if s.module else []))
+        return _absolute(s, self.module, self.is_package)
+
+    def module_of(self) -> tuple[str, bool]:
+        return self.module, self.is_package
 
     def module_exports(self) -> dict:
         """The megatron names this file binds at module level (what ``from this_module import x`` gets)."""
@@ -556,7 +556,7 @@ class _FileScanner:
                 or e.value.id != context[0] or self.lookup(context[0]) is not None:
             return None
         base, own = context[1]
-        return None if e.attr in own or "*" in own or e.attr.startswith("__") else f"{base}.{e.attr}"
+        return None if e.attr in own or COMPUTED in own or e.attr.startswith("__") else f"{base}.{e.attr}"
 
     def instance_of(self, name: str) -> tuple | None:
         """The megatron classes ``name`` holds an instance of, in the innermost scope that binds it."""
@@ -1069,7 +1069,7 @@ def _is_none(node) -> bool:
 
 def _own_attributes(node: ast.ClassDef) -> frozenset[str]:
     """Everything a class sets or defines itself: class-body names, methods, ``self.X =`` and ``setattr`` anywhere
-    in it (a ``setattr`` with a computed name: everything, so nothing is checked). Remembered on the node: a
+    in it (a ``setattr`` with a computed name: ``COMPUTED``, it may set anything). Remembered on the node: a
     top-level class is read for its members and again where its body is scanned."""
     found = node.__dict__.get("_compat_own")
     if found is None:
@@ -1104,7 +1104,7 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
             else:
-                names.add("*")
+                names.add(COMPUTED)
         fields = fields_of.get(kind)
         if fields is None:
             fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
@@ -1114,7 +1114,25 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
                 stack.extend([item for item in value if isinstance(item, node_type)])
             elif isinstance(value, node_type):
                 stack.append(value)
-    return {"*"} | names if "*" in names else names
+    return names
+
+
+def _absolute(s: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The module a ``from X import`` in ``module`` reads, relative imports resolved."""
+    if not s.level:
+        return s.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (s.level - 1)] if s.level > 1 else base
+    return ".".join(base + ([s.module] if s.module else []))
+
+
+def _named_classes(tree: ast.Module, module: str, is_package: bool) -> dict:
+    """name -> "module.Name" of what may be a project class at a module's top: its classes and its
+    ``from X import Name`` names (whether one is a project class is known once every file is scanned)."""
+    found = {a.asname or a.name: f"{_absolute(s, module, is_package)}.{a.name}" for s in statements(tree.body)
+             if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module)) for a in s.names}
+    found.update({node.name: f"{module}.{node.name}" for node in tree.body if isinstance(node, ast.ClassDef)})
+    return found
 
 
 _WALKED_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it)
@@ -1244,7 +1262,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
-    scan = ProjectScan(str(root), own_packages=list(own))
+    scan = ProjectScan(str(root), own_packages=list(own), sources=files)
     store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
     project_modules = {m for names in names_of.values() for m in names}
@@ -1371,7 +1389,8 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             tree = parse_source(data, rel) if data is not None else None
         except CandidateError:
             continue
-        found = file_factories(tree.body, _module_functions(tree.body), _callable) if tree is not None else {}
+        found = file_factories(tree.body, _module_functions(tree.body), _callable,
+                               _named_classes(tree, *project_module(rel))) if tree is not None else {}
         for module in names_of[rel]:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 

@@ -8,20 +8,23 @@ read, ``resolve_project_instances`` turns each into a use of the megatron bases 
 is a finding) or drops it. It is dropped unless the class's type is closed: every base, up the project chain, is a
 project class or a megatron class; no class anywhere in the project (any ``class X(...P...)`` line, scanned or
 not) names the class as a base, so no subclass may add the member; nothing in the chain defines
-``__getattr__``/``__getattribute__`` or calls ``setattr`` with a computed name; and the member is neither defined
-nor stored by the chain (its own attributes, fields, methods, anything it stores on any object) nor stored on
-such an instance anywhere in the project.
+``__getattr__``/``__getattribute__``; and the member is neither defined nor stored by the chain (its own
+attributes, fields, methods, anything it stores on any object) nor stored on such an instance anywhere in the
+project. A chain that calls ``setattr`` with a computed name (``COMPUTED``) may set the member: a missing one is
+reported guarded (``guards.COMPUTED_SET``), with the class named; its members that the candidate has are checked.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import replace
 
+from . import guards as g
 from .instances import INSTANCE, PROJECT_CLASS
 
 BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
 MEMBERS = " members"  # every name the class body defines or stores on any object ("*": a computed setattr)
+COMPUTED = "*setattr"  # in MEMBERS: the class calls setattr (or register_buffer, ...) with a computed name
 OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
 _OPEN = {"*", "__getattr__", "__getattribute__"}
 _MAX_CHAIN = 16  # project classes followed up one chain
@@ -40,8 +43,9 @@ def base_names(data: bytes) -> set[str]:
 
 
 def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tuple, frozenset] | None:
-    """(the megatron paths of every megatron base up the chain, every member the project chain has) for a project
-    class no other class subclasses and whose every base is known; None when the class may hold more members."""
+    """(the megatron paths of every megatron base up the chain, every member the project chain has, ``COMPUTED``
+    among them where it sets computed names) for a project class no other class subclasses and whose every base
+    is known; None when the class may hold more members."""
     if origin.rpartition(".")[2] in subclassed:
         return None
     megatron: list[str] = []
@@ -104,5 +108,9 @@ def resolve_project_instances(uses: list, classes: dict, sets: set, subclassed: 
         if chain is None or member in chain[1] or f"{origin}.{member}" in sets:
             continue
         paths = [f"{p}.{member}" for p in chain[0]]
-        out.append(replace(use, name=paths[0], alternatives=tuple(paths[1:]), via=INSTANCE))
+        guards = use.guards
+        if COMPUTED in chain[1]:
+            note = f"{origin.rpartition('.')[2]} sets attributes by computed name (setattr), which may set it"
+            guards += ((g.COMPUTED_SET, 0, frozenset(), note),)
+        out.append(replace(use, name=paths[0], alternatives=tuple(paths[1:]), via=INSTANCE, guards=guards))
     return out

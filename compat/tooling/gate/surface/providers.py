@@ -2,7 +2,8 @@
 """Project functions handed to megatron (model providers) that are not a name bound to a def of the calling file.
 
 - A call of a project function (of this file or imported from a project module) whose every ``return`` gives a
-  function (an inner def, a lambda, a partial, a def of its module): each function it returns is a provider.
+  function (an inner def, a lambda, a partial, a def of its module, ``obj.method`` with ``obj = ProjectClass(...)``
+  obj's one binding in it): each function it returns is a provider.
 - A project wrapper whose one ``return`` gives an inner def that takes only ``*args``/``**kwargs`` and calls one
   of the wrapper's parameters: the argument in that parameter's slot is the provider (the closure forwards to it).
 - ``self.name`` in a method, or ``obj.name`` where ``obj = ProjectClass(...)`` is the one binding of ``obj`` in the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from .instances import bound_names
 from .model import dotted, signature, statements
 
 FACTORY, METHOD = "factory", "method"
@@ -31,14 +33,18 @@ def returned_values(node) -> list | None:
     return None if any(v is None for v in values) else values
 
 
-def factory_of(node, module_defs: dict, callable_of) -> tuple | None:
+def factory_of(node, module_defs: dict, callable_of, classes: dict | None = None) -> tuple | None:
     """``(RETURNS, ((name, signature, line), ...))`` when every return of the function ``node`` gives a function,
     ``(FORWARDS, index, parameter)`` for a wrapper whose closure forwards ``*args``/``**kwargs`` to a parameter;
     None otherwise. ``module_defs``: name -> signature of the module's functions; ``callable_of(expr,
-    signature_of)`` is project.py's reading of a function expression (a name, a lambda, a partial)."""
+    signature_of)`` is project.py's reading of a function expression (a name, a lambda, a partial); ``classes``:
+    name -> "module.Class" of the project classes the module names, for ``return obj.method`` where
+    ``obj = Class(...)`` is obj's one binding in the function (the signature is then ``(METHOD, class, method)``,
+    read once every file is scanned)."""
     values = returned_values(node)
     if not values:
         return None
+    built = _constructed_once(node, classes) if classes else {}
     inner: dict = {}
     for s in statements(node.body):
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -52,6 +58,9 @@ def factory_of(node, module_defs: dict, callable_of) -> tuple | None:
             return FORWARDS, index, forwarded
     found = []
     for value in values:
+        if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in built:
+            found.append((dotted(value), (METHOD, built[value.value.id], value.attr), value.lineno))
+            continue
         if isinstance(value, ast.Name) and value.id in inner:
             closure = inner[value.id]
             if closure is None:
@@ -64,6 +73,20 @@ def factory_of(node, module_defs: dict, callable_of) -> tuple | None:
             return None
         found.append((named[0], named[1], value.lineno))
     return RETURNS, tuple(found)
+
+
+def _constructed_once(node, classes: dict) -> dict:
+    """name -> "module.Class" for each name the function binds once, by ``name = Class(...)`` of a project class
+    the function does not rebind."""
+    counts = bound_names(node.body, node.args, True)
+    found = {}
+    for s in statements(node.body):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name):
+            origin = classes.get(s.value.func.id)
+            if origin and not counts[s.value.func.id]:
+                found[s.targets[0].id] = origin
+    return {name: origin for name, origin in found.items() if counts[name] == 1}
 
 
 def _forwarded_parameter(closure, params: list) -> str | None:
@@ -115,7 +138,14 @@ def _resolve(entry: tuple, factories: dict, method_of, depth: int) -> list:
         return []
     answer, path = known
     if answer[0] == RETURNS:
-        return [(slot, returned, returned_sig, (path, line)) for returned, returned_sig, line in answer[1]]
+        out = []
+        for returned, returned_sig, line in answer[1]:
+            if isinstance(returned_sig, tuple):  # a bound method of a project class: its own signature, or nothing
+                returned_sig = method_of(returned_sig[1], returned_sig[2])
+                returned_sig = without_self(returned_sig) if returned_sig else None
+            if returned_sig:
+                out.append((slot, returned, returned_sig, (path, line)))
+        return out
     _forwards, index, parameter = answer
     for arg_slot, arg in arguments:
         if arg_slot in (str(index), "=" + parameter):
@@ -146,8 +176,10 @@ def wanted(uses: list) -> set:
     return out
 
 
-def file_factories(body: list, module_defs: dict, callable_of) -> dict:
+def file_factories(body: list, module_defs: dict, callable_of, classes: dict | None = None) -> dict:
     """name -> factory_of's answer for each top-level function of a module body that returns functions;
-    ``module_defs``: name -> signature of the module's functions, "" for a name bound twice (which is left out)."""
+    ``module_defs``: name -> signature of the module's functions, "" for a name bound twice (which is left out);
+    ``classes``: see factory_of."""
     return {node.name: found for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and module_defs.get(node.name) for found in (factory_of(node, module_defs, callable_of),) if found}
+            and module_defs.get(node.name) for found in (factory_of(node, module_defs, callable_of, classes),)
+            if found}

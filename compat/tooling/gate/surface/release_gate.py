@@ -10,6 +10,7 @@ from .... import version as _v
 from ....errors import VersionError
 from ..candidate import GateUsageError, locate
 from . import check as c
+from .annotated import kept_where_it_worked
 from .cache import cached_wheels, model_for, release_models, save_models, shipped_modules
 from .lookup import Surface
 from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
@@ -152,8 +153,8 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
                 baseline: Surface | None = None, against: str | None = None,
                 shipped: set | None = None) -> SurfaceReport:
     surface = Surface(model)
-    findings = c.check(scan, surface)
     previous = baseline if baseline is not None else previous_release(releases or {}, model.get("version"))
+    findings = kept_where_it_worked(c.check(scan, surface), previous, c.evaluate)
     overrides = check_overrides(scan, surface, previous)
     call_sites = check_call_sites(scan, surface, overrides)
     overrides += call_sites
