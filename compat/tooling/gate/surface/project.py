@@ -1319,9 +1319,12 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
                          if key.rsplit(".", 1)[0] in scan.classes}
         wanted = {name.encode() for name in used}
-        if wanted:  # the identifiers of a file not scanned yet, read the first time a round needs them
+        if wanted:  # the identifiers of a file not scanned yet, read the first time a round needs them, only
+            # where its bytes hold one of the names somewhere (a whole token equal to a name is such a substring)
+            somewhere = _any_substring(wanted)
             spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
-                           if rel not in spelled and rel not in per_file and rel not in unparsed)
+                           if rel not in spelled and rel not in per_file and rel not in unparsed
+                           and somewhere.search(data))
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
@@ -1356,6 +1359,11 @@ def _identifiers(data: bytes) -> frozenset:
     """Every identifier-shaped word of a file's bytes, as bytes (a use of a class needs its name as a whole token:
     ``Config`` inside ``GPTConfig`` is not one)."""
     return frozenset(_IDENTIFIER.findall(data))
+
+
+def _any_substring(words: set[bytes]) -> re.Pattern:
+    """Matches where any of ``words`` occurs in bytes, token or not (cheaper than ``_identifiers`` on every file)."""
+    return re.compile(b"|".join(re.escape(word) for word in sorted(words)))
 
 
 def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
