@@ -1313,18 +1313,21 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if not changed:
             break
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
+    searched: set[bytes] = set()  # the names every file not in spelled was searched for
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
         used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
                          if key.rsplit(".", 1)[0] in scan.classes}
         wanted = {name.encode() for name in used}
-        if wanted:  # the identifiers of a file not scanned yet, read the first time a round needs them, only
-            # where its bytes hold one of the names somewhere (a whole token equal to a name is such a substring)
-            somewhere = _any_substring(wanted)
+        if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
+            # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
+            # a file left out holds none of the names searched so far, so a later round searches only new ones
+            somewhere = _any_substring(wanted - searched)
             spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
                            if rel not in spelled and rel not in per_file and rel not in unparsed
                            and somewhere.search(data))
+            searched |= wanted
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
