@@ -21,6 +21,7 @@ from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
+from .line_starts import line_start_matches
 from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
 from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, MEGATRON_BASES, MEMBERS, OPEN, base_names, megatron_subclass_names,
@@ -1191,7 +1192,7 @@ def own_packages(relpaths) -> tuple:
     return tuple(sorted(own))
 
 
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import", re.M)
+_FROM_IMPORT = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import")  # at a line start: line_starts.py
 _REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
 
 
@@ -1206,8 +1207,8 @@ def _from_modules(data: bytes, rel: str) -> set[str]:
     """The modules a file's ``from X import`` lines read (relative ones resolved), from the bytes alone."""
     module, is_package = project_module(rel)
     out = set()
-    for raw in _FROM_IMPORT.findall(data):
-        text = raw.decode("ascii", "replace")
+    for match in line_start_matches(data, b"from", _FROM_IMPORT):
+        text = match.group(1).decode("ascii", "replace")
         level = len(text) - len(text.lstrip("."))
         if not level:
             out.add(text)

@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 
 from .instances import INSTANCE, PROJECT_CLASS
+from .line_starts import line_start_matches
 
 BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
@@ -31,27 +32,12 @@ _CLASS_AT = re.compile(rb"class[ \t]+\w+[ \t]*\(([^)]*)\)")  # a class line, fro
 def base_names(data: bytes) -> set[str]:
     """The last dotted part of every name written in the bases of a ``class`` line of one file's bytes."""
     names: set[str] = set()
-    for match in _class_lines(data):
+    for match in line_start_matches(data, b"class", _CLASS_AT):
         for part in match.group(1).split(b","):
             word = part.strip().split(b"=")[-1].strip().split(b".")[-1]
             if word:
                 names.add(word.decode("ascii", "replace"))
     return names
-
-
-def _class_lines(data: bytes):
-    """The matches of ``_CLASS_AT`` with only spaces and tabs before them on their line, none overlapping another:
-    those of the same pattern anchored at every line start, found from the word ``class`` instead (searching from
-    every line start costs five times as much)."""
-    position = 0
-    while (at := data.find(b"class", position)) >= 0:
-        line = data.rfind(b"\n", 0, at) + 1
-        match = None if data[line:at].strip(b" \t") else _CLASS_AT.match(data, at)
-        if match is None:
-            position = at + 1
-            continue
-        yield match
-        position = match.end()
 
 
 def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tuple, frozenset] | None:
