@@ -342,25 +342,38 @@ def calls_in(node) -> list:
     """The calls under ``node`` in ``ast.walk``'s order (breadth first), remembered on the node: a method is read
     by its class's ``self`` calls and by its own parameter calls."""
     found = node.__dict__.get("_compat_calls")
-    if found is not None:
-        return found
-    # child_nodes inlined (a call per node doubles the walk's time); what is not a node is skipped when taken
-    found, queue, index, node_type, call_type = [], [node], 0, ast.AST, ast.Call
+    if found is None:
+        found = node._compat_calls = _walk_calls(node)
+    return found
+
+
+def _walk_calls(node) -> list:
+    # child_nodes inlined (a call per node doubles the walk's time); what is not a node is skipped when taken.
+    # Names, constants and ``ctx`` markers hold no call: not queued (the calls' order is the same)
+    found, queue, index, node_type, call_type, leaves = [], [node], 0, ast.AST, ast.Call, _NO_CALLS
+    fields_of = _CALL_FIELDS
     while index < len(queue):
         current = queue[index]
         index += 1
-        if not isinstance(current, node_type):
+        kind = type(current)
+        if kind in leaves or not isinstance(current, node_type):
             continue
         if isinstance(current, call_type):
             found.append(current)
-        for name in current._fields:
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
+        for name in fields:
             value = getattr(current, name, None)
             if type(value) is list:
                 queue.extend(value)
             elif isinstance(value, node_type):
                 queue.append(value)
-    node._compat_calls = found
     return found
+
+
+_NO_CALLS = frozenset({ast.Name, ast.Constant})
+_CALL_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker)
 
 
 def _param_calls(node) -> dict:

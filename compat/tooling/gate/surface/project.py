@@ -21,6 +21,7 @@ from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
+from .line_starts import line_start_matches
 from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
 from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
@@ -1209,7 +1210,7 @@ def own_packages(relpaths) -> tuple:
     return tuple(sorted(own))
 
 
-_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import", re.M)
+_FROM_IMPORT = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import")  # at a line start: line_starts.py
 _REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
 
 
@@ -1224,8 +1225,8 @@ def _from_modules(data: bytes, rel: str) -> set[str]:
     """The modules a file's ``from X import`` lines read (relative ones resolved), from the bytes alone."""
     module, is_package = project_module(rel)
     out = set()
-    for raw in _FROM_IMPORT.findall(data):
-        text = raw.decode("ascii", "replace")
+    for match in line_start_matches(data, b"from", _FROM_IMPORT):
+        text = match.group(1).decode("ascii", "replace")
         level = len(text) - len(text.lstrip("."))
         if not level:
             out.add(text)
@@ -1331,15 +1332,21 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if not changed:
             break
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
+    searched: set[bytes] = set()  # the names every file not in spelled was searched for
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
         used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
                          if key.rsplit(".", 1)[0] in scan.classes}
         wanted = {name.encode() for name in used}
-        if wanted:  # the identifiers of a file not scanned yet, read the first time a round needs them
+        if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
+            # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
+            # a file left out holds none of the names searched so far, so a later round searches only new ones
+            somewhere = _any_substring(wanted - searched)
             spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
-                           if rel not in spelled and rel not in per_file and rel not in unparsed)
+                           if rel not in spelled and rel not in per_file and rel not in unparsed
+                           and somewhere.search(data))
+            searched |= wanted
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
@@ -1374,6 +1381,11 @@ def _identifiers(data: bytes) -> frozenset:
     """Every identifier-shaped word of a file's bytes, as bytes (a use of a class needs its name as a whole token:
     ``Config`` inside ``GPTConfig`` is not one)."""
     return frozenset(_IDENTIFIER.findall(data))
+
+
+def _any_substring(words: set[bytes]) -> re.Pattern:
+    """Matches where any of ``words`` occurs in bytes, token or not (cheaper than ``_identifiers`` on every file)."""
+    return re.compile(b"|".join(re.escape(word) for word in sorted(words)))
 
 
 def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from . import guards as g
 from .instances import INSTANCE, PROJECT_CLASS
+from .line_starts import line_start_matches
 
 BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it is a project class, else None
 MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
@@ -28,13 +29,13 @@ COMPUTED = "*setattr"  # in MEMBERS: the class calls setattr (or register_buffer
 OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
 _OPEN = {"*", "__getattr__", "__getattribute__"}
 _MAX_CHAIN = 16  # project classes followed up one chain
-_CLASS_LINE = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+_CLASS_AT = re.compile(rb"class[ \t]+\w+[ \t]*\(([^)]*)\)")  # a class line, from its ``class``
 
 
 def base_names(data: bytes) -> set[str]:
     """The last dotted part of every name written in the bases of a ``class`` line of one file's bytes."""
     names: set[str] = set()
-    for match in _CLASS_LINE.finditer(data):
+    for match in line_start_matches(data, b"class", _CLASS_AT):
         for part in match.group(1).split(b","):
             word = part.strip().split(b"=")[-1].strip().split(b".")[-1]
             if word:
