@@ -353,8 +353,11 @@ def suggest(finding: Finding, surface: Surface) -> list[str]:
     surface._memo["suggest-spent"] = spent
     if not pool or spent > SUGGEST_BUDGET:
         return []
-    others = [name for name in pool if name != failure.wanted]  # "missing required x": x is no alternative
-    return difflib.get_close_matches(failure.wanted, others, n=3, cutoff=0.6)
+    key = ("suggested", failure.wanted, failure.subject, keywords)  # a name missing at many lines: compared once
+    if key not in surface._memo:
+        others = [name for name in pool if name != failure.wanted]  # "missing required x": x is no alternative
+        surface._memo[key] = difflib.get_close_matches(failure.wanted, others, n=3, cutoff=0.6)
+    return list(surface._memo[key])
 
 
 def _suggestion_pool(surface: Surface, subject: str, keywords: bool) -> list[str]:
