@@ -7,6 +7,8 @@ where no subclass (candidate or project) nor any store of that name in the proje
 release before the candidate had it."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from compat.tooling import refresh
@@ -100,6 +102,30 @@ def test_a_member_an_annotated_megatron_class_lacks_fails_where_no_subclass_nor_
                 if f.kind in c.BREAKING} == expected
     legacy = next(f for f in report.findings if f.name.endswith("legacy_gemm"))
     assert legacy.kind == c.MISSING_MEMBER and "0.3.0" in str(legacy.history)
+
+
+def test_a_file_over_the_scan_cap_is_not_read_and_may_define_the_member(tmp_path, monkeypatch):
+    from compat.tooling.gate.surface import project as surface_project
+
+    cache = tmp_path / "cache" / "wheels"
+    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
+    paths = {version: make_wheel(cache, version, {
+        "megatron/core/__init__.py": "", "megatron/core/transformer_config.py": CONFIG.format(field=field)})
+        for version, field in (("0.3.0", "legacy_gemm: bool = False"), ("0.4.0", "new_gemm: bool = False"))}
+    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
+    use = "from megatron.core.transformer_config import TransformerConfig\ndef build(config: TransformerConfig):\n" \
+          "    return config.legacy_gemm\n"
+    project = make_project(tmp_path / "p", {"proj/__init__.py": "", "proj/use.py": use,
+                                            "proj/big.py": "# " + "x" * 400 + "\n"})
+    breaking = {(f.path, f.line) for f in surface_gate(str(paths["0.4.0"]), project).findings if f.kind in c.BREAKING}
+    assert breaking == {("proj/use.py", 3)}  # nothing in the project defines legacy_gemm
+    monkeypatch.setattr(surface_project, "MAX_FILE_BYTES", 200)  # big.py is over the cap: the scan skips it
+    from compat.tooling.gate.surface import annotated
+    opened = []
+    monkeypatch.setattr(annotated, "read_file", lambda path, *a, **k: opened.append(Path(path).name) or b"")
+    report = surface_gate(str(paths["0.4.0"]), project)
+    assert not [f for f in report.findings if f.kind in c.BREAKING]  # a file nobody read may define it
+    assert "big.py" not in opened and "use.py" in opened
 
 
 def test_a_project_subclass_that_may_set_any_name_keeps_annotated_reads_unchecked(tmp_path, wheels):

@@ -25,6 +25,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...archive import read_file
+from ....errors import CompatError
+from . import project
 from .lookup import Surface, Target
 from .project_classes import BASES, COMPUTED, MEGATRON_BASES, MEMBERS
 
@@ -64,7 +67,7 @@ class ProjectNames:
     def __init__(self, sources: list, classes: dict):
         self._sources = sources  # (rel, path) of every Python file the scan read
         self._classes = classes  # ProjectScan.classes
-        self._data: list[bytes] | None = None
+        self._data: list[bytes | None] | None = None
         self._answers: dict = {}  # member -> defines; (id(surface), class) -> opened
 
     def defines(self, member: str) -> bool:
@@ -81,7 +84,7 @@ class ProjectNames:
                              rb"['\"]" + name + rb"['\"]|"
                              rb"^[ \t]*" + name + rb"[ \t]*(?::|=(?!=))|"
                              rb"\bdef[ \t]+" + name + rb"\b", re.M)
-        return any(word in data and pattern.search(data) for data in self._data)
+        return any(data is None or (word in data and pattern.search(data)) for data in self._data)
 
     def opened(self, surface: Surface, qual: str) -> bool:
         """A project class with ``qual`` up its chain (through megatron bases) that may add any member."""
@@ -119,8 +122,12 @@ def _megatron_bases(origin: str, classes: dict) -> list[str]:
     return found
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path) -> bytes | None:
+    """A project file's bytes, read under the scan's cap (project.MAX_FILE_BYTES); None for a larger one, which
+    may define anything (the scan skipped and listed it); b"" for one that cannot be read."""
     try:
-        return path.read_bytes()
-    except OSError:
+        if path.stat().st_size > project.MAX_FILE_BYTES:
+            return None
+        return read_file(path, project.MAX_FILE_BYTES, "project file")
+    except (CompatError, OSError):
         return b""
