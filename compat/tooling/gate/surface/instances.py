@@ -72,6 +72,13 @@ def bound_names(body: list, args: ast.arguments | None, walrus: bool) -> Counter
     return counts
 
 
+def bound_once(body: list, counts: Counter) -> dict:
+    """name -> the value of ``name = value`` for each name the scope binds once (``counts``: its bound_names), by
+    that statement; nested defs are their own scopes."""
+    return {s.targets[0].id: s.value for s in statements(body) if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and counts[s.targets[0].id] == 1}
+
+
 def _count_stores(target, counts: Counter) -> None:
     """Count each name a target stores to or deletes, anywhere in it (a walrus, a comprehension in a subscript);
     the common shapes without a walk: a name, ``a.b.c``, ``a[k]``, a tuple of them."""

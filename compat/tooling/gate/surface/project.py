@@ -22,7 +22,7 @@ from ....errors import CandidateError, CompatError
 from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .line_starts import line_start_matches
-from .instances import PROJECT_CLASS, bound_names, held_attributes, held_path, scope_instances, walrus_in
+from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
 from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
 from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
                               megatron_subclass_names, resolve_project_instances)
@@ -609,10 +609,11 @@ class _FileScanner:
         return counts
 
     def once(self) -> dict:
-        """The innermost function's names bound once and their values (_bound_once), read the first time asked."""
+        """The innermost function's names bound once and their values (instances.bound_once), read the first time
+        asked."""
         known = self.bound_once[-1] if self.bound_once else {}
         if isinstance(known, tuple):
-            known = self.bound_once[-1] = _bound_once(known[0], self.bound_in(*known))
+            known = self.bound_once[-1] = bound_once(known[0], self.bound_in(*known))
         return known
 
     def instance_member(self, e) -> tuple | None:
@@ -915,13 +916,6 @@ class Frame:
     carriers: frozenset = frozenset()  # its ** parameter and the dicts ``d.update(kwargs)`` fills from it
     self_name: str | None = None
     owner: str | None = None  # module.Class of a method
-
-
-def _bound_once(body: list, counts) -> dict:
-    """name -> the value of ``name = value`` for each name the scope binds once (``counts``: its
-    instances.bound_names), by that statement; nested defs are their own scopes."""
-    return {s.targets[0].id: s.value for s in statements(body) if isinstance(s, ast.Assign) and len(s.targets) == 1
-            and isinstance(s.targets[0], ast.Name) and counts[s.targets[0].id] == 1}
 
 
 def _keyword(call: ast.Call, name: str, position: int):

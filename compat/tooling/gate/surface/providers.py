@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from .instances import bound_names
+from .instances import bound_names, bound_once
 from .model import dotted, signature, statements
 
 FACTORY, METHOD = "factory", "method"
@@ -79,14 +79,9 @@ def _constructed_once(node, classes: dict) -> dict:
     """name -> "module.Class" for each name the function binds once, by ``name = Class(...)`` of a project class
     the function does not rebind."""
     counts = bound_names(node.body, node.args, True)
-    found = {}
-    for s in statements(node.body):
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
-                and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Name):
-            origin = classes.get(s.value.func.id)
-            if origin and not counts[s.value.func.id]:
-                found[s.targets[0].id] = origin
-    return {name: origin for name, origin in found.items() if counts[name] == 1}
+    return {name: classes[value.func.id] for name, value in bound_once(node.body, counts).items()
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and classes.get(value.func.id)
+            and not counts[value.func.id]}
 
 
 def _forwarded_parameter(closure, params: list) -> str | None:
