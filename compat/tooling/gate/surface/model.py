@@ -351,7 +351,7 @@ def _walk_calls(node) -> list:
     # child_nodes inlined (a call per node doubles the walk's time); what is not a node is skipped when taken.
     # Names, constants and ``ctx`` markers hold no call: not queued (the calls' order is the same)
     found, queue, index, node_type, call_type, leaves = [], [node], 0, ast.AST, ast.Call, _NO_CALLS
-    fields_of = _CALL_FIELDS
+    fields_of = WALKED_FIELDS
     while index < len(queue):
         current = queue[index]
         index += 1
@@ -373,7 +373,9 @@ def _walk_calls(node) -> list:
 
 
 _NO_CALLS = frozenset({ast.Name, ast.Constant})
-_CALL_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker)
+# node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it), filled as walks meet types;
+# shared by the walks that read fields inline (calls_in here, project._walk_own_attributes)
+WALKED_FIELDS: dict = {}
 
 
 def _param_calls(node) -> dict:

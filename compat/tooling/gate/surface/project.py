@@ -23,7 +23,8 @@ from . import guards as g
 from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
 from .line_starts import line_start_matches
 from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
-from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, dotted, parse_signature, signature, statements
+from .model import (COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature,
+                    signature, statements)
 from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
                               megatron_subclass_names, resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
@@ -1076,7 +1077,7 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
     # every node of the class, in no particular order (a set is built): the fields read inline, as in
     # pysource.count_nodes, since this runs on every closed class of every scanned file
     names: set[str] = set()
-    stack, node_type, load, fields_of = [node], ast.AST, ast.Load, _WALKED_FIELDS
+    stack, node_type, load, fields_of = [node], ast.AST, ast.Load, WALKED_FIELDS
     while stack:
         sub = stack.pop()
         kind = type(sub)
@@ -1128,9 +1129,6 @@ def _named_classes(tree: ast.Module, module: str, is_package: bool) -> dict:
              if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module)) for a in s.names}
     found.update({node.name: f"{module}.{node.name}" for node in tree.body if isinstance(node, ast.ClassDef)})
     return found
-
-
-_WALKED_FIELDS: dict = {}  # node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it)
 
 
 def _only_splats(args: ast.arguments) -> bool:
