@@ -89,3 +89,59 @@ def test_a_method_a_project_subclass_redefines_forwards_nothing(tmp_path, wheels
     report = surface_gate(str(wheels["0.4.0"]), project)
     got = {(f.path, f.line) for f in report.findings if f.kind in c.BREAKING}
     assert got == {("proj/models.py", 13)}
+
+
+# mbridge's shape: the forwarder calls ``self.ConfigClass(**base)``, a class attribute each bridge sets to
+# TransformerConfig or to its own dataclass subclass of it
+CLASS_BRIDGE = """
+    from megatron.core.config import TransformerConfig
+    class Bridge:
+        ConfigClass = TransformerConfig
+        def _base(self, key=None, **kwargs):
+            base = {"num_layers": 2}
+            base.update(kwargs)
+            return self.ConfigClass(**base)
+    class Unknown(Bridge):
+        ConfigClass = make_config()
+    class Swapped(Bridge):
+        def __init__(self):
+            self.ConfigClass = None
+    """
+# each call site names TransformerConfig: the scan walks only such functions (see MODELS)
+CLASS_MODELS = """
+    from dataclasses import dataclass
+    from megatron.core.config import TransformerConfig
+    from proj.bridge import Bridge, Swapped, Unknown
+    @dataclass
+    class VlConfig(TransformerConfig):
+        patch_size: int = 14
+    class Plain(Bridge):
+        def config(self):
+            return self._base(async_allreduce=True), TransformerConfig
+    class Vl(Bridge):
+        ConfigClass = VlConfig
+        def config(self):
+            return self._base(patch_size=16, async_allreduce=True), TransformerConfig
+    class VlChild(Vl):
+        def config(self):
+            return self._base(patch_size=16, other_gone=True), TransformerConfig
+    class Opaque(Unknown):
+        def config(self):
+            return self._base(async_allreduce=True), TransformerConfig
+    class Stored(Swapped):
+        def config(self):
+            return self._base(async_allreduce=True), TransformerConfig
+    """
+
+
+@pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
+def test_a_forwarder_into_a_class_attribute_is_checked_in_the_calling_class(tmp_path, wheels, version):
+    project = make_project(tmp_path / "p", {"proj/__init__.py": "", "proj/bridge.py": CLASS_BRIDGE,
+                                            "proj/models.py": CLASS_MODELS})
+    report = surface_gate(str(wheels[version]), project)
+    got = {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
+    # patch_size= is VlConfig's own field; VlChild inherits Vl's ConfigClass; Opaque's is a computed value and
+    # Stored's is rebound on self: not known, so nothing is claimed for them
+    assert got == ({(17, "TransformerConfig(other_gone=)")} if version == "0.3.0" else {
+        (10, "TransformerConfig(async_allreduce=)"), (14, "TransformerConfig(async_allreduce=)"),
+        (17, "TransformerConfig(other_gone=)")})

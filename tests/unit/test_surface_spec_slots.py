@@ -69,18 +69,40 @@ def test_a_slot_assigned_through_a_list_element_is_built_with_the_candidates_key
     wheel = releases("0.4.0", "pg_collection")
     # the renamed keyword reaches HfAttention.__init__ (params are a literal: args= is added); Mlp.forward is
     # called without scale by the only class that builds an mlp
-    assert spec_findings(tmp_path, wheel) == {(15, "patch.HfAttention.__init__(pg_collection=)", False),
-                                              (16, "patch.Mlp.forward(scale=)", False)}
+    assert spec_findings(tmp_path, wheel) == {(4, "patch.HfAttention.__init__(pg_collection=)", False),
+                                              (11, "patch.Mlp.forward(scale=)", False)}
 
 
 def test_the_same_slot_fits_on_the_release_whose_builder_passes_what_the_class_takes(tmp_path, releases):
     wheel = releases("0.3.0", "model_comm_pgs")
     releases("0.4.0", "pg_collection")
-    assert spec_findings(tmp_path, wheel) == {(16, "patch.Mlp.forward(scale=)", False)}
+    assert spec_findings(tmp_path, wheel) == {(11, "patch.Mlp.forward(scale=)", False)}
 
 
 def test_a_slot_two_builders_fill_differently_is_a_misfit_only_where_both_misfit(tmp_path, releases):
     releases("0.3.0", "model_comm_pgs")
     wheel = releases("0.4.0", "pg_collection", other="model_comm_pgs")
     # OtherLayer still passes model_comm_pgs=: the spec may be OtherLayer's, so its __init__ is not certain to fail
-    assert spec_findings(tmp_path, wheel) == {(16, "patch.Mlp.forward(scale=)", False)}
+    assert spec_findings(tmp_path, wheel) == {(11, "patch.Mlp.forward(scale=)", False)}
+
+
+def test_a_misfit_inherited_from_a_project_base_in_another_file_is_reported_at_the_bases_def(tmp_path, releases):
+    # slime's shape: the spec holds a subclass; the __init__ it inherits, the line to change, is in another file
+    releases("0.3.0", "model_comm_pgs")
+    wheel = releases("0.4.0", "pg_collection")
+    report = surface_gate(wheel, make_project(tmp_path / "proj", {"hf_attention.py": """
+        from megatron.core.spec_utils import build_module
+        class HfAttention:
+            def __init__(self, args, config, model_comm_pgs=None):
+                pass
+        """, "model.py": """
+        from megatron.core.spec_utils import ModuleSpec
+        from hf_attention import HfAttention
+        class Next(HfAttention):
+            pass
+        def patch(block, args):
+            block.layer_specs[0].submodules.self_attention = ModuleSpec(module=Next, params={"args": args})
+        """}))
+    got = [(f.path, f.line, f.name, f.guarded) for f in report.findings if f.use == "spec"]
+    assert got == [("hf_attention.py", 4, "model.Next.__init__(pg_collection=)", False)]
+    assert "from the spec at model.py:7;" in report.findings[0].instead

@@ -9,7 +9,10 @@ A file's scan records (project.py):
   callable with ``**kwargs`` (its own ``**`` parameter) or with ``**d`` where ``d.update(kwargs)`` is a statement
   directly in the body, outside any guard; key ``module.function`` or ``module.Class.method``, value (the
   callee's megatron paths, the forwarder's signature); a function with two such calls to different callees is
-  ambiguous and forwards nothing;
+  ambiguous and forwards nothing; the callee may also be ``self.NAME(**kwargs)`` in a method, NAME a class-body
+  binding (``ConfigClass = TransformerConfig``), read in the class of each ``self.method(...)`` call: the nearest
+  ``NAME = X`` up its one-base project chain, X a megatron class or a project class whose chain defines no
+  ``__init__`` (its own members, dataclass fields, then take their keywords; the rest go to its megatron base);
 - each call of a project function (a name the file defines at module level or imports from a project module) or
   of ``self.method`` in a plain method of a top-level class, with keywords: a use with ``via=PROJECT_CALL`` named
   by the key (for ``self.method``, the calling class's key; the method is found up its project bases here).
@@ -25,8 +28,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .model import PARAMS, VARKW, parse_signature
-from .project_classes import BASES
+from .project_classes import BASES, class_value, constructor
 
+SELF_VALUE = "self."  # a forwarder's callee ``self.NAME``: what NAME is in the calling class (class_value)
 PROJECT_CALL = "call of a project function"  # until resolved: the use's name is the callee's key
 AMBIGUOUS = "two different callees"  # a forwarder entry; a plain string, as it is stored in the scan cache (JSON)
 _MAX_CHAIN = 16
@@ -77,9 +81,26 @@ def resolve_project_calls(uses: list, forwards: dict, classes: dict) -> list:
         if not parsed[VARKW]:
             continue
         named = {p[0] for p in parsed[PARAMS]}
+        if targets[0].startswith(SELF_VALUE):
+            callee = _class_callee(use.name.rpartition(".")[0], targets[0][len(SELF_VALUE):], classes)
+            if callee is None:
+                continue
+            targets, own = callee
+            named |= own
         landed = [(k, line) for k, line in zip(use.keywords, use.keyword_lines) if k not in named]
         if landed:
             out.append(replace(use, name=targets[0], alternatives=targets[1:], keywords=tuple(k for k, _ in landed),
                                keyword_lines=tuple(line for _, line in landed), positional=None, splat=True,
                                via=f"through {key}"))
     return out
+
+
+def _class_callee(origin: str, name: str, classes: dict) -> tuple[tuple, frozenset] | None:
+    """(megatron paths, keywords the project class takes itself) of ``self.name(...)`` in a method of ``origin``."""
+    value = class_value(origin, name, classes)
+    if value is None:
+        return None
+    kind, what = value
+    if kind == "megatron":
+        return tuple(what), frozenset()
+    return constructor(what, classes)

@@ -185,7 +185,22 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
                                      use="callback") for f in found]
         elif use.how == "spec":
             findings += _spec_findings(use, scan, surface)
-    return findings
+    return _one_per_def(findings)
+
+
+def _one_per_def(findings: list[Finding]) -> list[Finding]:
+    """Spec findings sit at the def they misfit: several specs of one class give one finding there, unguarded
+    when any of them is."""
+    out: list[Finding] = []
+    at: dict = {}
+    for f in findings:
+        key = (f.path, f.line, f.name)
+        if f.use != "spec" or key not in at:
+            at.setdefault(key, len(out))
+            out.append(f)
+        elif out[at[key]].guarded and not f.guarded:
+            out[at[key]] = f
+    return out
 
 
 def spec_shapes(surface: Surface, name: str, alternatives: tuple, key: str) -> tuple[list, list]:
@@ -230,20 +245,23 @@ def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
         sig = scan.method(origin, method)
         if sig is None or (index == 0 and added is None):
             continue
+        # at the def whose signature must change, as an override's finding; the spec line is named in the text
+        path, line = scan.method_def(origin, method) or (use.path, use.line)
+        site = f" at {use.path}:{use.line}" if (path, line) != (use.path, use.line) else ""
         mine = parse_signature(sig)
         mine = {**mine, PARAMS: mine[PARAMS][1:]}
         per_owner = [merged(x for shape in built_called[index]
                             for x in misfits(_with_keywords(shape, added) if index == 0 else shape, mine))
                      for built_called in shapes]
-        guard = f"it takes *args/**kwargs (line {use.line})" if mine[VARARGS] or mine[VARKW] else \
+        guard = f"it takes *args/**kwargs (line {line})" if mine[VARARGS] or mine[VARKW] else \
             _branch_guard(use, surface)
         for label, (why, _when) in (per_owner[0] if per_owner else {}).items():
             if not all(label in other for other in per_owner[1:]):
                 continue
             # several owners: the misfit is certain only as far as the least certain of them
             reason = guard or next(filter(None, (conditional(other[label][1]) for other in per_owner)), None)
-            findings.append(Finding(use.path, use.line, f"{origin}.{method}({label})", OVERRIDE, reason is not None,
-                                    reason, f"{owner} {verb} its {key} from this spec; "
+            findings.append(Finding(path, line, f"{origin}.{method}({label})", OVERRIDE, reason is not None,
+                                    reason, f"{owner} {verb} its {key} from {'the' if site else 'this'} spec{site}; "
                                     f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec"))
     return findings
 

@@ -20,12 +20,12 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .forwarding import AMBIGUOUS, PROJECT_CALL, add_forwarder, resolve_project_calls
+from .forwarding import AMBIGUOUS, PROJECT_CALL, SELF_VALUE, add_forwarder, resolve_project_calls
 from .line_starts import line_start_matches
 from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
 from .model import (COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature,
                     signature, statements)
-from .project_classes import (BASES, COMPUTED, MEGATRON_BASES, MEMBERS, OPEN, base_names,
+from .project_classes import (BASES, CLASS_VALUES, COMPUTED, FILE, MEGATRON_BASES, MEMBERS, METHOD_LINES, OPEN, base_names,
                               megatron_subclass_names, resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
@@ -84,18 +84,28 @@ class ProjectScan:
     factories: dict = field(default_factory=dict)  # "module.function" -> (providers.factory_of's answer, path)
     sources: list = field(default_factory=list)  # (rel, path) of every Python file (annotated.ProjectNames)
 
-    def method(self, origin: str, name: str, depth: int = 0) -> str | None:
+    def method(self, origin: str, name: str) -> str | None:
         """The signature of the method ``name`` a project class defines or inherits from a project base (None
         where it comes from elsewhere or is not known)."""
+        entry = self._defining(origin, name)
+        return entry[name] if entry is not None else None
+
+    def method_def(self, origin: str, name: str) -> tuple[str, int] | None:
+        """(file, line) of the def of the method ``method(origin, name)`` reads (None: not known)."""
+        entry = self._defining(origin, name)
+        line = (entry.get(METHOD_LINES) or {}).get(name) if entry is not None else None
+        return (entry[FILE], line) if line and entry.get(FILE) else None
+
+    def _defining(self, origin: str, name: str, depth: int = 0) -> dict | None:
         entry = self.classes.get(origin)
         if entry is None or depth > 8:
             return None
         if name in entry:
-            return entry[name]
+            return entry
         for base in entry[BASES]:
             if base is None:
                 return None  # a megatron or unknown base comes first: the method is not the project's
-            found = self.method(base, name, depth + 1)
+            found = self._defining(base, name, depth + 1)
             if found is not None:
                 return found
         return None
@@ -134,7 +144,8 @@ class _FileScanner:
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
                         for a in s.names}
         top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-        self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases)}
+        self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases),
+                               METHOD_LINES: _method_lines(node), FILE: path}
                         for name, node in top.items()}
         self.factories = file_factories(tree.body, self.defs, _callable, _named_classes(tree, *self.module_of()))
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
@@ -155,8 +166,14 @@ class _FileScanner:
         self.sets: set[str] = set()
         self.enter(self._bindings(tree.body, ()))
         self.file_names = _bound_anywhere(tree) if self.stars and not self.foreign_star else set()
-        # a function that names a project class may hold an instance of a project subclass of a megatron class
-        classlike = {name for name in (*self.origins, *self.classes) if name[:1].isupper()}
+        for name, node in top.items():
+            values = self._class_values(node)
+            if values:
+                self.classes[name][CLASS_VALUES] = values
+        # a function that names a project class may hold an instance of a project subclass of a megatron class,
+        # or a class attribute bound to a class (``self.ConfigClass(**d)``)
+        classlike = {name for name in (*self.origins, *self.classes) if name[:1].isupper()} | {
+            attr for entry in self.classes.values() for attr in entry.get(CLASS_VALUES, ())}
         self.spelled = spelling.lines(words=self.bound[0] | classlike, anywhere=("megatron", "import", "submodules")) \
             if spelling is not None else None
         for name, node in top.items():  # what project_classes.py needs to type instances of project subclasses
@@ -168,6 +185,28 @@ class _FileScanner:
                                                              self.project_class, self.bound_in)
         self.dicts[id(self.scopes[0])] = (tree.body, None)
         self.block(tree.body)
+
+    def _class_values(self, node: ast.ClassDef) -> dict:
+        """A class body's ``NAME = X`` where X is a megatron name or a project class (project_classes.CLASS_VALUES);
+        None for a name the class also binds elsewhere (in a branch of its body, as ``obj.NAME = ...``)."""
+        values: dict = {}
+        for s in node.body:
+            target = s.targets[0] if isinstance(s, ast.Assign) and len(s.targets) == 1 else (
+                s.target if isinstance(s, ast.AnnAssign) and s.value is not None else None)
+            if isinstance(target, ast.Name) and isinstance(s.value, (ast.Name, ast.Attribute)):
+                megatron = self.paths(s.value)
+                origin = None if megatron else self.project_class(s.value)
+                values[target.id] = ("megatron", megatron) if megatron else ("project", origin) if origin else None
+        if any(values.values()):
+            direct = {id(s) for s in node.body}
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and sub.attr in values:
+                    values[sub.attr] = None
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in values and not any(
+                        id(s) in direct and sub in (getattr(s, "targets", None) or [getattr(s, "target", None)])
+                        for s in node.body):
+                    values[sub.id] = None
+        return {k: v for k, v in values.items() if v is not None} if any(values.values()) else {}
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
         """A new scope; a function's body does not see the class bodies around it (Python's rule)."""
@@ -791,6 +830,7 @@ class _FileScanner:
         if target or held:
             self._record_call(e, *((target, "") if target else held))
         else:
+            self._class_value_call(e)
             callee = self.project_callee(e.func) if any(k.arg for k in e.keywords) else None
             if callee:
                 named = [k for k in e.keywords if k.arg]
@@ -801,6 +841,18 @@ class _FileScanner:
             self.expr(a)
         for k in e.keywords:
             self.expr(k.value)
+
+    def _class_value_call(self, e: ast.Call) -> None:
+        """``self.NAME(**kwargs)`` directly in a forwarder, unguarded: it forwards to what ``NAME`` is in the class
+        of the ``self.method(...)`` call (forwarding.SELF_VALUE, resolved once every file is read)."""
+        frame = self.frames[-1] if len(self.frames) == 1 else Frame()
+        func = e.func
+        if frame.key and frame.self_name and not self.guards and isinstance(func, ast.Attribute) \
+                and isinstance(func.value, ast.Name) and func.value.id == frame.self_name \
+                and self.lookup(frame.self_name) is None and any(
+                    k.arg is None and isinstance(k.value, ast.Name) and k.value.id in frame.carriers
+                    for k in e.keywords):
+            add_forwarder(self.forwarded, frame.key, (SELF_VALUE + func.attr,), frame.sig)
 
     def specs(self, e: ast.Call) -> None:
         """``ModuleSpec(module=MegatronClass, submodules=Subs(key=ModuleSpec(module=ProjectClass, ...)))``: the
@@ -943,8 +995,17 @@ def _spec_keywords(spec: ast.Call) -> tuple | None:
 
 def _methods(node: ast.ClassDef) -> dict:
     """name -> signature of the plain methods a class body defines."""
-    return {i.name: signature(i.args) for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not _decorated(i, _NOT_PLAIN)}
+    return {i.name: signature(i.args) for i in _plain_methods(node)}
+
+
+def _method_lines(node: ast.ClassDef) -> dict:
+    """name -> the line of the def of each plain method a class body defines (the last one, as ``_methods``)."""
+    return {i.name: i.lineno for i in _plain_methods(node)}
+
+
+def _plain_methods(node: ast.ClassDef) -> list:
+    return [i for i in node.body if isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not _decorated(i, _NOT_PLAIN)]
 
 
 _NOT_PLAIN = ("staticmethod", "classmethod", "property")  # decorators after which a method is no plain method

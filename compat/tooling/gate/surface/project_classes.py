@@ -26,6 +26,10 @@ BASES = " bases"  # in ProjectScan.classes: each base's "module.Class" when it i
 MEGATRON_BASES = " megatron bases"  # the same, each base's megatron paths (None when it is not megatron's)
 MEMBERS = " members"  # every name the class body defines or stores on any object ("*": a computed setattr)
 COMPUTED = "*setattr"  # in MEMBERS: the class calls setattr (or register_buffer, ...) with a computed name
+METHOD_LINES = " method lines"  # the line of each plain method's def, and FILE: the class's file (relative path)
+FILE = " file"
+CLASS_VALUES = " class values"  # a class-body ``NAME = X``: ("megatron", paths) or ("project", "module.Class");
+# None where NAME is bound otherwise too (in a branch of the body, on ``self``): its value is not known
 OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
 _OPEN = {"*", "__getattr__", "__getattribute__"}
 _MAX_CHAIN = 16  # project classes followed up one chain
@@ -115,3 +119,43 @@ def resolve_project_instances(uses: list, classes: dict, sets: set, subclassed: 
             guards += ((g.COMPUTED_SET, 0, frozenset(), note),)
         out.append(replace(use, name=paths[0], alternatives=tuple(paths[1:]), via=INSTANCE, guards=guards))
     return out
+
+
+def constructor(origin: str, classes: dict) -> tuple[tuple, frozenset] | None:
+    """(the megatron paths a project class's constructor ends in, the members of its project chain) for a class
+    whose chain up to one megatron base defines no ``__init__``/``__new__`` and has one known base per class: a
+    keyword the chain's own members (dataclass fields) do not name goes to the megatron base. None otherwise."""
+    members: set[str] = set()
+    current = origin
+    for _ in range(_MAX_CHAIN):
+        entry = classes.get(current)
+        if entry is None or "__init__" in entry or len(entry[BASES]) != 1:
+            return None
+        own = entry.get(MEMBERS, OPEN)
+        if own == OPEN or COMPUTED in own or "__init__" in own or "__new__" in own:
+            return None
+        members |= own
+        if entry[BASES][0] is None:
+            megatron = (entry.get(MEGATRON_BASES) or (None,))[0]
+            return (tuple(megatron), frozenset(members)) if megatron else None
+        current = entry[BASES][0]
+    return None
+
+
+def class_value(origin: str, name: str, classes: dict) -> tuple | None:
+    """What ``self.name`` denotes in a method of the project class ``origin`` when the class or a project base sets
+    ``name`` in its body (``ConfigClass = TransformerConfig``): the nearest such binding up a one-base chain."""
+    current = origin
+    for _ in range(_MAX_CHAIN):
+        entry = classes.get(current)
+        if entry is None:
+            return None
+        values = entry.get(CLASS_VALUES) or {}
+        if name in values:
+            return tuple(values[name]) if values[name] else None
+        if name in entry.get(MEMBERS, OPEN) or entry.get(MEMBERS, OPEN) == OPEN:
+            return None  # bound otherwise (a method, ``self.name = ...``), or a class that may hold anything
+        if len(entry[BASES]) != 1 or entry[BASES][0] is None:
+            return None  # several bases, or a megatron/unknown one: not decided here
+        current = entry[BASES][0]
+    return None
