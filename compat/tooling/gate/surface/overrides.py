@@ -185,16 +185,20 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
                                      use="callback") for f in found]
         elif use.how == "spec":
             findings += _spec_findings(use, scan, surface)
-    return _one_per_def(findings)
+    return _one_per_def(findings, reported)
 
 
-def _one_per_def(findings: list[Finding]) -> list[Finding]:
+def _one_per_def(findings: list[Finding], reported: list[Finding]) -> list[Finding]:
     """Spec findings sit at the def they misfit: several specs of one class give one finding there, unguarded
-    when any of them is."""
+    when any of them is; none where an override finding already says the same of that def (a megatron subclass
+    in a spec)."""
+    said = {(f.path, f.line, f.name[f.name.rfind("("):]) for f in (*reported, *findings) if f.use != "spec"}
     out: list[Finding] = []
     at: dict = {}
     for f in findings:
         key = (f.path, f.line, f.name)
+        if f.use == "spec" and (f.path, f.line, f.name[f.name.rfind("("):]) in said:
+            continue
         if f.use != "spec" or key not in at:
             at.setdefault(key, len(out))
             out.append(f)
