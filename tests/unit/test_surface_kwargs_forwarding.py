@@ -145,3 +145,44 @@ def test_a_forwarder_into_a_class_attribute_is_checked_in_the_calling_class(tmp_
     assert got == ({(17, "TransformerConfig(other_gone=)")} if version == "0.3.0" else {
         (10, "TransformerConfig(async_allreduce=)"), (14, "TransformerConfig(async_allreduce=)"),
         (17, "TransformerConfig(other_gone=)")})
+
+
+@pytest.mark.parametrize("header", ["", "# a megatron bridge"])
+def test_a_forwarder_reached_through_a_package_reexport_and_files_that_never_say_megatron(tmp_path, wheels, header):
+    # mbridge's layout: the forwarder's class is a base of a base, named through a package __init__; the files
+    # between and the call site's file never say megatron, and the calling method names nothing of it either.
+    # With the header the call site's file is read in the first round, before the forwarders are known: it is
+    # read again once they are, since it calls one of their methods
+    project = make_project(tmp_path / "p", {
+        "pkg/__init__.py": "",
+        "pkg/core/__init__.py": "from .llm import LLMBridge\nfrom .vl import VLBridge\n",
+        "pkg/core/llm.py": """
+            from megatron.core.config import TransformerConfig
+            class LLMBridge:
+                ConfigClass = TransformerConfig
+                def _base(self, **kwargs):
+                    base = {"num_layers": 2}
+                    base.update(kwargs)
+                    return self.ConfigClass(**base)
+            """,
+        "pkg/core/vl.py": "from .llm import LLMBridge\nclass VLBridge(LLMBridge):\n    pass\n",
+        "pkg/models/__init__.py": "",
+        "pkg/models/base.py": """
+            from megatron.core.config import ParallelConfig
+            from pkg.core import VLBridge
+            class QwenBase(VLBridge):
+                def parallel(self):
+                    return ParallelConfig()
+            """,
+        "pkg/models/qwen.py": f"""
+            {header}
+            from pkg.models.base import QwenBase
+            class Qwen(QwenBase):
+                def _config(self):
+                    return self._base(
+                        async_allreduce=True,
+                    )
+            """})
+    got = {(f.path, f.line, f.name.rsplit(".", 1)[1]) for f in surface_gate(str(wheels["0.4.0"]), project).findings
+           if f.kind in c.BREAKING}
+    assert got == {("pkg/models/qwen.py", 7, "TransformerConfig(async_allreduce=)")}

@@ -30,6 +30,8 @@ from dataclasses import replace
 from .model import PARAMS, VARKW, parse_signature
 from .project_classes import BASES, class_value, constructor
 
+FORWARDER_WORDS, WORDS = " forwarders", "methods"  # in a scan's exports: the method names of the forwarders
+# known when a later round scans a file (``self.name(...)`` calls are then walked in functions that spell them)
 SELF_VALUE = "self."  # a forwarder's callee ``self.NAME``: what NAME is in the calling class (class_value)
 PROJECT_CALL = "call of a project function"  # until resolved: the use's name is the callee's key
 AMBIGUOUS = "two different callees"  # a forwarder entry; a plain string, as it is stored in the scan cache (JSON)

@@ -20,13 +20,14 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .forwarding import AMBIGUOUS, PROJECT_CALL, SELF_VALUE, add_forwarder, resolve_project_calls
+from .forwarding import (AMBIGUOUS, FORWARDER_WORDS, PROJECT_CALL, SELF_VALUE, WORDS, add_forwarder,
+                         resolve_project_calls)
 from .line_starts import line_start_matches
 from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
 from .model import (COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature,
                     signature, statements)
-from .project_classes import (BASES, CLASS_VALUES, COMPUTED, FILE, MEGATRON_BASES, MEMBERS, METHOD_LINES, OPEN, base_names,
-                              megatron_subclass_names, resolve_project_instances)
+from .project_classes import (BASES, CLASS_VALUES, COMPUTED, FILE, MEGATRON_BASES, MEMBERS, METHOD_LINES, OPEN,
+                              base_names, descendants, megatron_subclass_names, resolve_project_instances)
 from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
                         wanted)
 from .pool import map_in_workers
@@ -174,6 +175,9 @@ class _FileScanner:
         # or a class attribute bound to a class (``self.ConfigClass(**d)``)
         classlike = {name for name in (*self.origins, *self.classes) if name[:1].isupper()} | {
             attr for entry in self.classes.values() for attr in entry.get(CLASS_VALUES, ())}
+        if FORWARDER_WORDS in self.exports:  # a later round: calls of the forwarders' methods are walked too
+            self.asked.add((FORWARDER_WORDS, WORDS))
+            classlike |= set(self.exports[FORWARDER_WORDS].get(WORDS, ()))
         self.spelled = spelling.lines(words=self.bound[0] | classlike, anywhere=("megatron", "import", "submodules")) \
             if spelling is not None else None
         for name, node in top.items():  # what project_classes.py needs to type instances of project subclasses
@@ -1334,7 +1338,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
         published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
         done = per_file.get(rel)
-        if done is None or done.view != view_of(done.asked, with_exports):
+        if done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports):
             try:
                 done = _scan_file(rel, data, own, with_exports, store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
@@ -1386,11 +1390,20 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             break
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     searched: set[bytes] = set()  # the names every file not in spelled was searched for
+    reexports = _Reexports(names_of, lambda rel: (importers.get(rel) or (None,))[0])
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
-        # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method)
+        # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method, or
+        # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
+        reexports.resolve(scan.classes)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
-        used = closed | {key.rsplit(".", 2)[-2] for done in per_file.values() for key in done.forwarded
-                         if key.rsplit(".", 1)[0] in scan.classes}
+        forwarder_classes = {key.rsplit(".", 1)[0] for done in per_file.values() for key in done.forwarded
+                             if key.rsplit(".", 1)[0] in scan.classes}
+        exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({key.rsplit(".", 1)[1] for done in per_file.values()
+                                                         for key in done.forwarded}))}
+        used = closed | {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
+        for rel, data in [(rel, data) for rel, (data, _imported) in importers.items() if rel in per_file]:
+            if _misses_words(per_file[rel], data, exports):  # scanned before those words were known
+                scan_one(rel, data, exports)
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
             # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
@@ -1407,6 +1420,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             scan_one(rel, data, exports)
         if not more:
             break
+    reexports.resolve(scan.classes)
     for rel, _path in files:
         done = per_file.get(rel)
         if done is not None and done.uses:
@@ -1458,6 +1472,59 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
                                _named_classes(tree, *project_module(rel))) if tree is not None else {}
         for module in names_of[rel]:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
+
+
+def _misses_words(done: FileScan, data: bytes, exports: dict) -> bool:
+    """A file scanned without the forwarders' method names (forwarding.FORWARDER_WORDS) that calls one of them."""
+    words = (exports.get(FORWARDER_WORDS) or {}).get(WORDS)
+    return bool(words) and (FORWARDER_WORDS, WORDS) not in done.asked and any(
+        b"." + word.encode() + b"(" in data for word in words)
+
+
+class _Reexports:
+    """Project classes named through a module that imports them (``from pkg.core import Bridge``, where
+    ``pkg/core/__init__.py`` has ``from .bridge import Bridge``): the key of the module that defines the class, a
+    few links deep. A module is read (bounded, parsed once) only when a base names a class through it."""
+
+    def __init__(self, names_of: dict, data_of):
+        owners: dict[str, set] = {}
+        for rel, names in names_of.items():
+            for name in names:
+                owners.setdefault(name, set()).add(rel)
+        self.file_of = {name: next(iter(rels)) for name, rels in owners.items() if len(rels) == 1}
+        self.data_of = data_of
+        self.named: dict[str, dict] = {}  # rel -> _named_classes of it ({} when it cannot be read)
+
+    def follow(self, key: str, classes: dict) -> str | None:
+        for _ in range(_REEXPORT_ROUNDS):
+            if key in classes:
+                return key
+            module, _, name = key.rpartition(".")
+            rel = self.file_of.get(module)
+            if rel is None:
+                return None
+            if rel not in self.named:
+                data = self.data_of(rel)
+                try:
+                    tree = parse_source(data, rel) if data is not None else None
+                except CandidateError:
+                    tree = None
+                self.named[rel] = _named_classes(tree, *project_module(rel)) if tree is not None else {}
+            found = self.named[rel].get(name)
+            if found is None or found == key:
+                return None
+            key = found
+        return key if key in classes else None
+
+    def resolve(self, classes: dict) -> None:
+        """Rewrite, in ``classes``, each base named through another module to the key of its defining module."""
+        for key, entry in list(classes.items()):
+            bases = entry[BASES]
+            if not any(b and b not in classes for b in bases):
+                continue
+            resolved = tuple(b if not b or b in classes else (self.follow(b, classes) or b) for b in bases)
+            if resolved != tuple(bases):
+                classes[key] = {**entry, BASES: resolved}
 
 
 def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache, fresh=None) -> FileScan:

@@ -77,24 +77,28 @@ def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tupl
     return tuple(dict.fromkeys(megatron)), frozenset(members)
 
 
-def megatron_subclass_names(classes: dict, subclassed: set[str]) -> tuple[set[str], set[str]]:
-    """The short names of the project classes with a megatron class somewhere up their project chain: (those of a
-    closed type (``closed_chain``), the only ones whose uses ``resolve_project_instances`` keeps; the others, which
-    matter only where a class line subclasses them, since that subclass may be closed)."""
+def descendants(origins: set, classes: dict) -> set[str]:
+    """``origins`` and every project class with one of them up its project chain."""
     subclasses: dict[str, list] = {}  # a project class -> the project classes with it as a base
-    todo = []
     for origin, entry in classes.items():
-        if any(entry[MEGATRON_BASES]):
-            todo.append(origin)
         for base in entry[BASES]:
             if base:
                 subclasses.setdefault(base, []).append(origin)
     found: set[str] = set()
-    while todo:  # down from the classes with a megatron base, each class once
+    todo = list(origins)
+    while todo:  # down from ``origins``, each class once
         origin = todo.pop()
         if origin not in found:
             found.add(origin)
             todo.extend(subclasses.get(origin, ()))
+    return found
+
+
+def megatron_subclass_names(classes: dict, subclassed: set[str]) -> tuple[set[str], set[str]]:
+    """The short names of the project classes with a megatron class somewhere up their project chain: (those of a
+    closed type (``closed_chain``), the only ones whose uses ``resolve_project_instances`` keeps; the others, which
+    matter only where a class line subclasses them, since that subclass may be closed)."""
+    found = descendants({origin for origin, entry in classes.items() if any(entry[MEGATRON_BASES])}, classes)
     closed = {origin.rpartition(".")[2] for origin in found if closed_chain(origin, classes, subclassed) is not None}
     return closed, {origin.rpartition(".")[2] for origin in found} - closed
 
