@@ -186,3 +186,18 @@ def test_a_forwarder_reached_through_a_package_reexport_and_files_that_never_say
     got = {(f.path, f.line, f.name.rsplit(".", 1)[1]) for f in surface_gate(str(wheels["0.4.0"]), project).findings
            if f.kind in c.BREAKING}
     assert got == {("pkg/models/qwen.py", 7, "TransformerConfig(async_allreduce=)")}
+
+
+def test_a_forwarder_called_in_its_own_file_from_a_method_that_names_nothing_of_megatron(tmp_path, wheels):
+    project = make_project(tmp_path / "p", {"one.py": """
+        from megatron.core.config import TransformerConfig
+        class Bridge:
+            def _base(self, **kwargs):
+                return TransformerConfig(**kwargs)
+        class Qwen(Bridge):
+            def _config(self):
+                return self._base(async_allreduce=True)
+        """})
+    got = {(f.line, f.name.rsplit(".", 1)[1]) for f in surface_gate(str(wheels["0.4.0"]), project).findings
+           if f.kind in c.BREAKING}
+    assert got == {(8, "TransformerConfig(async_allreduce=)")}

@@ -112,6 +112,15 @@ def test_a_project_chain_up_to_megatron_is_followed_and_a_local_rebinding_is_not
     assert got == {("proj/use.py", 5, c.MISSING_MEMBER, "legacy_gemm")}  # ModelConfig is subclassed: only Middle
 
 
+def test_a_project_subclass_named_through_a_package_reexport_is_typed(tmp_path, wheels):
+    files = {"proj/__init__.py": "from .model_config import ModelConfig\n", "proj/model_config.py": MODEL_CONFIG,
+             "proj/use.py": USES.replace("from proj.model_config import ModelConfig", "from proj import ModelConfig")}
+    got = findings(tmp_path, wheels, files, "0.4.0")
+    assert got == {("proj/use.py", 4, c.MISSING_MEMBER, "legacy_gemm"),
+                   ("proj/use.py", 7, c.MISSING_MEMBER, "legacy_gemm"),
+                   ("proj/use.py", 7, c.UNEXPECTED_KEYWORD, "describe(quiet=)")}
+
+
 def test_base_names_of_class_lines():
     data = b"class A(B, pkg.C, metaclass=M):\n    class D(E):\n        pass\nclass F:\n    pass\n"
     assert base_names(data) == {"B", "C", "M", "E"}

@@ -106,3 +106,23 @@ def test_a_misfit_inherited_from_a_project_base_in_another_file_is_reported_at_t
     got = [(f.path, f.line, f.name, f.guarded) for f in report.findings if f.use == "spec"]
     assert got == [("hf_attention.py", 4, "model.Next.__init__(pg_collection=)", False)]
     assert "from the spec at model.py:7;" in report.findings[0].instead
+
+
+def test_a_class_in_a_spec_named_through_a_package_reexport_is_checked(tmp_path, releases):
+    releases("0.3.0", "model_comm_pgs")
+    wheel = releases("0.4.0", "pg_collection")
+    report = surface_gate(wheel, make_project(tmp_path / "proj", {
+        "pkg/__init__.py": "from .hf_attention import HfAttention\n",
+        "pkg/hf_attention.py": """
+            from megatron.core.spec_utils import build_module
+            class HfAttention:
+                def __init__(self, args, config, model_comm_pgs=None):
+                    pass
+            """, "model.py": """
+            from megatron.core.spec_utils import ModuleSpec
+            from pkg import HfAttention
+            def patch(block, args):
+                block.layer_specs[0].submodules.self_attention = ModuleSpec(module=HfAttention, params={"args": args})
+            """}))
+    got = [(f.path, f.line, f.name) for f in report.findings if f.use == "spec"]
+    assert got == [("pkg/hf_attention.py", 4, "pkg.HfAttention.__init__(pg_collection=)")]

@@ -1391,6 +1391,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     searched: set[bytes] = set()  # the names every file not in spelled was searched for
     reexports = _Reexports(names_of, lambda rel: (importers.get(rel) or (None,))[0])
+    first_rels = {rel for rel, _data, _skipped in first}
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method, or
         # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
@@ -1401,8 +1402,9 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({key.rsplit(".", 1)[1] for done in per_file.values()
                                                          for key in done.forwarded}))}
         used = closed | {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
-        for rel, data in [(rel, data) for rel, (data, _imported) in importers.items() if rel in per_file]:
-            if _misses_words(per_file[rel], data, exports):  # scanned before those words were known
+        for rel, data in [*((rel, data) for rel, data, _skipped in first),
+                          *((rel, data) for rel, (data, _imported) in importers.items() if rel not in first_rels)]:
+            if rel in per_file and _misses_words(per_file[rel], data, exports):  # scanned before those words
                 scan_one(rel, data, exports)
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
@@ -1435,6 +1437,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                 else:
                     add_forwarder(forwards, key, *entry)
     _factories_not_scanned(scan, files, names_of, per_file, unparsed)
+    reexports.alias({u.spec[1] for u in scan.uses if u.spec} | {u.name.rpartition(".")[0] for u in scan.uses
+                                                                 if u.via == PROJECT_CLASS}, scan.classes)
     scan.uses = settle(resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
                                              forwards, scan.classes), scan.factories, scan.method)
     store.save()
@@ -1515,6 +1519,15 @@ class _Reexports:
                 return None
             key = found
         return key if key in classes else None
+
+    def alias(self, keys, classes: dict) -> None:
+        """Make each of ``keys`` (project classes the uses name: a spec's class, an instance's) that names a class
+        through another module a key of that class's entry."""
+        for key in keys:
+            if key and key not in classes:
+                found = self.follow(key, classes)
+                if found is not None:
+                    classes[key] = classes[found]
 
     def resolve(self, classes: dict) -> None:
         """Rewrite, in ``classes``, each base named through another module to the key of its defining module."""
