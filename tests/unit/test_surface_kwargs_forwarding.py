@@ -201,3 +201,26 @@ def test_a_forwarder_called_in_its_own_file_from_a_method_that_names_nothing_of_
     got = {(f.line, f.name.rsplit(".", 1)[1]) for f in surface_gate(str(wheels["0.4.0"]), project).findings
            if f.kind in c.BREAKING}
     assert got == {(8, "TransformerConfig(async_allreduce=)")}
+
+
+def test_only_files_with_a_class_below_a_forwarders_class_are_read_again(tmp_path, wheels, monkeypatch):
+    from compat.tooling.gate.surface import project as scan_module
+    reads: list = []
+    real = scan_module._scan_file
+    monkeypatch.setattr(scan_module, "_scan_file", lambda rel, *a, **k: reads.append(rel) or real(rel, *a, **k))
+    project = make_project(tmp_path / "p", {"one.py": """
+        from megatron.core.config import TransformerConfig
+        class Bridge:
+            def _base(self, **kwargs):
+                return TransformerConfig(**kwargs)
+        class Qwen(Bridge):
+            def _config(self):
+                return self._base(async_allreduce=True)
+        """, "other.py": """
+        # megatron
+        class Unrelated:
+            def run(self, bridge):
+                return bridge._base(x=1), self.__init__()
+        """})
+    scan_module.scan_project(project, cache=False)
+    assert sorted(reads) == ["one.py", "one.py", "other.py"]

@@ -1397,15 +1397,17 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
         reexports.resolve(scan.classes)
         closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
-        forwarder_classes = {key.rsplit(".", 1)[0] for done in per_file.values() for key in done.forwarded
-                             if key.rsplit(".", 1)[0] in scan.classes}
-        exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({key.rsplit(".", 1)[1] for done in per_file.values()
-                                                         for key in done.forwarded}))}
-        used = closed | {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
+        methods = [key.rsplit(".", 1) for done in per_file.values() for key in done.forwarded]
+        forwarder_classes = {origin for origin, _method in methods if origin in scan.classes}
+        # self.method(...) of a forwarder is read in a class below its class; a dunder is not called that way
+        exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({method for origin, method in methods if origin in
+                                                         forwarder_classes and not method.startswith("__")}))}
+        below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
+        used = closed | below
         for rel, data in [*((rel, data) for rel, data, _skipped in first),
                           *((rel, data) for rel, (data, _imported) in importers.items() if rel not in first_rels)]:
-            if rel in per_file and _misses_words(per_file[rel], data, exports):  # scanned before those words
-                scan_one(rel, data, exports)
+            if rel in per_file and bases_of.get(rel, set()) & below and _misses_words(per_file[rel], data, exports):
+                scan_one(rel, data, exports)  # scanned before those words were known
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
             # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
