@@ -44,7 +44,7 @@ RE_START = re.compile(r"^nox > " + TS + r"Running session (?P<name>\S+)")
 RE_END = re.compile(r"^nox > " + TS + r"Session (?P<name>\S+) (?P<status>was successful|failed|was skipped|aborted)")
 RE_PYTEST_CMD = re.compile(r"^nox > " + TS + r"pytest ")
 RE_PYTEST_SUMMARY = re.compile(r"^=+ (?P<summary>.*?) in (?P<secs>[\d.]+)s(?: \([\d:]+\))? =+$")
-RE_COUNTS = re.compile(r"^nox > (?:" + TS + r")?(?P<name>\S+): (?P<ran>\d+) tests ran, (?P<skipped>\d+) skipped, "
+RE_COUNTS = re.compile(r"nox > (?:" + TS + r")?(?P<name>\S+): (?P<ran>\d+) tests ran, (?P<skipped>\d+) skipped, "
                        r"(?P<collected>\d+) collected")
 RE_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -73,7 +73,7 @@ def parse_nox_output(lines) -> list[dict]:
             # a session may run pytest more than once: add them up
             current["pytest_s"] = round((current["pytest_s"] or 0.0) + float(m["secs"]), 2)
             current["pytest_summary"] = m["summary"]
-        elif (m := RE_COUNTS.match(line)) and m["name"] == current["name"]:
+        elif (m := RE_COUNTS.search(line)) and m["name"] == current["name"]:  # a child's unended line may precede it
             current["tests_ran"], current["tests_skipped"] = int(m["ran"]), int(m["skipped"])
             current["tests_collected"] = int(m["collected"])
         elif m := RE_END.match(line):
