@@ -188,16 +188,19 @@ def test_a_forwarder_reached_through_a_package_reexport_and_files_that_never_say
     assert got == {("pkg/models/qwen.py", 7, "TransformerConfig(async_allreduce=)")}
 
 
+ONE_FILE = """
+    from megatron.core.config import TransformerConfig
+    class Bridge:
+        def _base(self, **kwargs):
+            return TransformerConfig(**kwargs)
+    class Qwen(Bridge):
+        def _config(self):
+            return self._base(async_allreduce=True)
+    """  # a forwarder and its caller in one file; the calling method names nothing of megatron
+
+
 def test_a_forwarder_called_in_its_own_file_from_a_method_that_names_nothing_of_megatron(tmp_path, wheels):
-    project = make_project(tmp_path / "p", {"one.py": """
-        from megatron.core.config import TransformerConfig
-        class Bridge:
-            def _base(self, **kwargs):
-                return TransformerConfig(**kwargs)
-        class Qwen(Bridge):
-            def _config(self):
-                return self._base(async_allreduce=True)
-        """})
+    project = make_project(tmp_path / "p", {"one.py": ONE_FILE})
     got = {(f.line, f.name.rsplit(".", 1)[1]) for f in surface_gate(str(wheels["0.4.0"]), project).findings
            if f.kind in c.BREAKING}
     assert got == {(8, "TransformerConfig(async_allreduce=)")}
@@ -208,15 +211,7 @@ def test_only_files_with_a_class_below_a_forwarders_class_are_read_again(tmp_pat
     reads: list = []
     real = scan_module._scan_file
     monkeypatch.setattr(scan_module, "_scan_file", lambda rel, *a, **k: reads.append(rel) or real(rel, *a, **k))
-    project = make_project(tmp_path / "p", {"one.py": """
-        from megatron.core.config import TransformerConfig
-        class Bridge:
-            def _base(self, **kwargs):
-                return TransformerConfig(**kwargs)
-        class Qwen(Bridge):
-            def _config(self):
-                return self._base(async_allreduce=True)
-        """, "other.py": """
+    project = make_project(tmp_path / "p", {"one.py": ONE_FILE, "other.py": """
         # megatron
         class Unrelated:
             def run(self, bridge):
