@@ -106,12 +106,15 @@ CLASS_BRIDGE = """
     class Swapped(Bridge):
         def __init__(self):
             self.ConfigClass = None
+    class Replaced(Bridge):
+        ConfigClass = TransformerConfig
+        ConfigClass = make_config()
     """
 # each call site names TransformerConfig: the scan walks only such functions (see MODELS)
 CLASS_MODELS = """
     from dataclasses import dataclass
     from megatron.core.config import TransformerConfig
-    from proj.bridge import Bridge, Swapped, Unknown
+    from proj.bridge import Bridge, Replaced, Swapped, Unknown
     @dataclass
     class VlConfig(TransformerConfig):
         patch_size: int = 14
@@ -131,6 +134,9 @@ CLASS_MODELS = """
     class Stored(Swapped):
         def config(self):
             return self._base(async_allreduce=True), TransformerConfig
+    class Later(Replaced):
+        def config(self):
+            return self._base(async_allreduce=True), TransformerConfig
     """
 
 
@@ -140,8 +146,9 @@ def test_a_forwarder_into_a_class_attribute_is_checked_in_the_calling_class(tmp_
                                             "proj/models.py": CLASS_MODELS})
     report = surface_gate(str(wheels[version]), project)
     got = {(f.line, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
-    # patch_size= is VlConfig's own field; VlChild inherits Vl's ConfigClass; Opaque's is a computed value and
-    # Stored's is rebound on self: not known, so nothing is claimed for them
+    # patch_size= is VlConfig's own field; VlChild inherits Vl's ConfigClass; Opaque's is a computed value,
+    # Stored's is rebound on self and Later's last binding in the class body is a computed value: not known, so
+    # nothing is claimed for them
     assert got == ({(17, "TransformerConfig(other_gone=)")} if version == "0.3.0" else {
         (10, "TransformerConfig(async_allreduce=)"), (14, "TransformerConfig(async_allreduce=)"),
         (17, "TransformerConfig(other_gone=)")})

@@ -194,23 +194,24 @@ class _FileScanner:
         """A class body's ``NAME = X`` where X is a megatron name or a project class (project_classes.CLASS_VALUES);
         None for a name the class also binds elsewhere (in a branch of its body, as ``obj.NAME = ...``)."""
         values: dict = {}
+        direct: set = set()  # the targets the body's own statements bind (the last binding is the value)
         for s in node.body:
             target = s.targets[0] if isinstance(s, ast.Assign) and len(s.targets) == 1 else (
                 s.target if isinstance(s, ast.AnnAssign) and s.value is not None else None)
-            if isinstance(target, ast.Name) and isinstance(s.value, (ast.Name, ast.Attribute)):
-                megatron = self.paths(s.value)
-                origin = None if megatron else self.project_class(s.value)
+            if isinstance(target, ast.Name):
+                direct.add(id(target))
+                named = isinstance(s.value, (ast.Name, ast.Attribute))
+                megatron = self.paths(s.value) if named else None
+                origin = self.project_class(s.value) if named and not megatron else None
                 values[target.id] = ("megatron", megatron) if megatron else ("project", origin) if origin else None
-        if any(values.values()):
-            direct = {id(s) for s in node.body}
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and sub.attr in values:
-                    values[sub.attr] = None
-                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id in values and not any(
-                        id(s) in direct and sub in (getattr(s, "targets", None) or [getattr(s, "target", None)])
-                        for s in node.body):
-                    values[sub.id] = None
-        return {k: v for k, v in values.items() if v is not None} if any(values.values()) else {}
+        if not any(values.values()):
+            return {}
+        for sub in ast.walk(node):  # bound anywhere else in the class: a branch of its body, ``obj.NAME = ...``
+            name = sub.attr if isinstance(sub, ast.Attribute) else (
+                sub.id if isinstance(sub, ast.Name) and id(sub) not in direct else None)
+            if name in values and isinstance(sub.ctx, ast.Store):
+                values[name] = None
+        return {k: v for k, v in values.items() if v is not None}
 
     def enter(self, scope: dict, is_class: bool = False) -> None:
         """A new scope; a function's body does not see the class bodies around it (Python's rule)."""
