@@ -1391,8 +1391,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
             break
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     searched: set[bytes] = set()  # the names every file not in spelled was searched for
-    reexports = _Reexports(names_of, lambda rel: (importers.get(rel) or (None,))[0])
-    first_rels = {rel for rel, _data, _skipped in first}
+    data_of = {rel: data for rel, data, _skipped in first} | {rel: data for rel, (data, _imported) in importers.items()}
+    reexports = _Reexports(names_of, data_of.get)
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method, or
         # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
@@ -1405,10 +1405,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                                                          forwarder_classes and not method.startswith("__")}))}
         below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
         used = closed | below
-        for rel, data in [*((rel, data) for rel, data, _skipped in first),
-                          *((rel, data) for rel, (data, _imported) in importers.items() if rel not in first_rels)]:
-            if rel in per_file and bases_of.get(rel, set()) & below and _misses_words(per_file[rel], data, exports):
-                scan_one(rel, data, exports)  # scanned before those words were known
+        for rel in [rel for rel in per_file if bases_of.get(rel, set()) & below]:
+            scan_one(rel, data_of[rel], exports)  # read again where it was read before those words were known
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
             # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
