@@ -119,8 +119,12 @@ def test_a_finding_on_another_line_of_the_case_statement_counts():
 class FakeGate:
     """Findings per revision, as Gate.findings returns them (the real gate runs in the study, on the snapshots)."""
 
-    def __init__(self, before, after):
+    def __init__(self, before, after, changed=None):
         self.by_rev = {f"{CASE['fix']}^": before, CASE["fix"]: after}
+        self.rewritten = changed or {}
+
+    def changed(self, repo, fix):
+        return self.rewritten
 
     def findings(self, repo, rev, version):
         return "0" * 40, self.by_rev[rev]
@@ -152,10 +156,78 @@ def test_recall_by_shape_counts_only_the_four_shapes():
             {"shape": "other", "meant_to_see": False, "verdict": "FOUND"},
             {"shape": "call", "meant_to_see": True, "verdict": study.NOT_RUN}]  # no snapshot: not counted
     by = study.recall_by_shape(rows)
-    assert by["call"] == {"cases": 2, "found": 1, "guarded": 0}
-    assert by["override"] == {"cases": 1, "found": 0, "guarded": 1}
+    assert by["call"] == {"cases": 2, "found": 1, "guarded": 0, "found_fix_lines": 0}
+    assert by["override"] == {"cases": 1, "found": 0, "guarded": 1, "found_fix_lines": 0}
     assert by["other"]["cases"] == 1
-    assert by["all four"] == {"cases": 3, "found": 1, "guarded": 1}
+    assert by["all four"] == {"cases": 3, "found": 1, "guarded": 1, "found_fix_lines": 0}
+
+
+@pytest.mark.parametrize("before, changed, fix_lines", [
+    ([finding(path="pkg/def.py", line=20)], {"pkg/def.py": {20}}, "FOUND"),  # another file, a rewritten line
+    ([finding(path="pkg/def.py", line=20)], {"pkg/def.py": {21}}, "MISSED"),  # the fix rewrote another line
+    ([finding(path="pkg/def.py", line=20)], {"pkg/m.py": {20}}, "MISSED"),  # ... or that line of another file
+    ([finding(path="pkg/def.py", line=20, guarded=True)], {"pkg/def.py": {20}}, "FOUND-GUARDED"),
+    ([finding(path="pkg/def.py", line=20, name="megatron.x(scale_lr_cond=)")], {"pkg/def.py": {20}}, "MISSED"),
+    ([finding()], {}, "FOUND"),  # the first rule's hits count for the second too
+])
+def test_the_fix_lines_rule_counts_a_finding_on_a_statement_the_fix_rewrote(before, changed, fix_lines):
+    row = study.score_case(CASE, FakeGate(before, [], changed))
+    assert row["fix_lines"] == fix_lines
+    assert row["verdict"] == ("FOUND" if before == [finding()] else "MISSED")  # the first rule is unchanged
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_gate_changed_names_the_old_lines_a_fix_removed_or_rewrote(tmp_path):
+    repo = tmp_path / "o+p" / "repo"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "a.py").write_text("".join(f"line{i}\n" for i in range(1, 11)))
+    (repo / "gone.py").write_text("x\ny\n")
+    (repo / "notes.txt").write_text("a\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "before")
+    lines = (repo / "a.py").read_text().splitlines()
+    lines[2] = "rewritten"          # old line 3
+    del lines[6:8]                  # old lines 7 and 8
+    lines.insert(9, "inserted")     # a pure insertion names no old line
+    (repo / "a.py").write_text("\n".join(lines) + "\n")
+    (repo / "gone.py").unlink()
+    (repo / "notes.txt").write_text("b\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "fix")
+    gate = study.Gate(tmp_path, tmp_path, {})
+    assert gate.changed("o/p", _git(repo, "rev-parse", "HEAD")) == {"a.py": {3, 7, 8}, "gone.py": {1, 2}}
+
+
+def _item(project: str, n: int) -> dict:
+    return {"project": project, "path": f"{project}/m.py", "line": n, "name": f"megatron.x{n}", "kind": c.MISSING_NAME}
+
+
+def test_the_review_sample_takes_hash_ranked_rounds_up_to_the_cap_then_on_to_the_minimum():
+    pool = {study.key(x): x for p, n in (("big", 80), ("mid", 10), ("small", 3)) for x in map(lambda i: _item(p, i), range(n))}
+    taken = study.sample(pool)
+    per = {p: sum(x["project"] == p for x in taken) for p in ("big", "mid", "small")}
+    assert per["small"] == 3 and per["mid"] == 10  # small pools are taken whole once the rounds pass them
+    assert per["big"] == study.SAMPLE_MIN - 13 < 80  # the rounds stop once the set holds the minimum
+    for project in per:
+        mine = sorted((x for x in pool.values() if x["project"] == project), key=study.rank)
+        assert [x for x in taken if x["project"] == project] == mine[:per[project]]  # the best-ranked, in order
+
+
+def test_one_more_finding_changes_only_its_own_project_sample_by_at_most_one():
+    projects = [f"p{i}" for i in range(8)]  # 8 x the cap reaches the minimum: the rounds stop at the cap
+    pool = {study.key(x): x for p in projects for x in map(lambda i: _item(p, i), range(20))}
+    before = {study.key(x) for x in study.sample(pool)}
+    assert len(before) == 8 * study.SAMPLE_PER_PROJECT >= study.SAMPLE_MIN
+    for extra in (*(_item(p, 100 + n) for n, p in enumerate(projects)), _item("new", 1)):
+        after = {study.key(x) for x in study.sample({**pool, study.key(extra): extra})}
+        assert after - before <= {study.key(extra)}
+        assert len(before - after) <= 1 and all(k[0] == extra["project"] for k in before - after)
 
 
 def test_a_missing_module_counts_for_the_names_it_holds():

@@ -24,8 +24,8 @@ def test_a_symbol_in_a_package_the_wheel_lacks_is_not_visible(tmp_path):
 
 def test_recall_keeps_both_figures():
     rows = [{"shape": "override", "meant_to_see": True, "verdict": "MISSED", "visible": False},
-            {"shape": "call", "meant_to_see": True, "verdict": "FOUND", "visible": True},
-            {"shape": "call", "meant_to_see": True, "verdict": "MISSED"}]  # scored before the marker: visible
+            {"shape": "call", "meant_to_see": True, "verdict": "FOUND", "visible": True, "fix_lines": "FOUND"},
+            {"shape": "call", "meant_to_see": True, "verdict": "MISSED", "fix_lines": "FOUND"}]  # no marker: visible
     by = study.recall_by_shape(rows)
-    assert by["all four"] == {"cases": 3, "found": 1, "guarded": 0}
-    assert by[study.VISIBLE] == {"cases": 2, "found": 1, "guarded": 0}
+    assert by["all four"] == {"cases": 3, "found": 1, "guarded": 0, "found_fix_lines": 2}
+    assert by[study.VISIBLE] == {"cases": 2, "found": 1, "guarded": 0, "found_fix_lines": 2}
