@@ -264,6 +264,77 @@ def test_a_handler_that_disables_a_feature_is_guarded_and_named(tmp_path, wheels
     assert finding.guarded and "megatron_available = False" in finding.guard and "off" in finding.guard
 
 
+# ---- names a try/except ImportError makes optional (fallbacks.py; ms-swift, slime in the development set) -------
+@pytest.mark.parametrize("handler, elsewhere, guarded", [
+    ("get_tensor_and_expert_parallel_rank = lambda: 0", "", True),  # rebound: the use reads the fallback
+    ("from megatron.core.parallel_state import get_tensor_model_parallel_rank as get_tensor_and_expert_parallel_rank",
+     "", True),
+    ("HAVE_EP = False", "def enable():\n    assert HAVE_EP, 'expert ranks need a newer megatron-core'\n", True),
+    ("get_tensor_and_expert_parallel_rank = None",
+     "def enable():\n    if get_tensor_and_expert_parallel_rank is None:\n        raise RuntimeError('no EP')\n", True),
+    ("HAVE_EP = False", "def ranks():\n    if HAVE_EP:\n        return 1\n    else:\n        return None\n", True),
+    ("HAVE_EP = False", "", False),  # turned off but never tested: nothing stops the use
+    ("HAVE_EP = False", "def keys(g):\n    assert set(g) - set(HAVE_EP) == set()\n", False),  # not about availability
+    ("HAVE_EP = False", "def mode():\n    if HAVE_EP:\n        print('ep')\n", False),  # a branch guards itself only
+    ("HAVE_EP = False", "def mode():\n    if HAVE_EP:\n        return 'ep'\n", False),  # on: leaves; off: goes on
+    ("pass", "", False),
+])
+def test_a_use_of_a_name_the_fallback_binds_again_or_turns_off_and_checks(tmp_path, wheels, handler, elsewhere,
+                                                                          guarded):
+    files = {"a.py": f"""
+try:
+    from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+except ImportError:
+    {handler}
+
+
+def rank():
+    return get_tensor_and_expert_parallel_rank()
+
+
+{elsewhere}
+"""}
+    report = gate(tmp_path, wheels, files)
+    use = [f for f in report.findings if 9 in (f.line, *f.also_at)]  # a guarded use joins the import's finding
+    assert [f.kind for f in use if not f.guarded] == ([] if guarded else [c.MISSING_NAME])
+    assert report.exit_code == (0 if guarded else 1)
+    assert gate(tmp_path, wheels, files, "0.3.0").findings == []  # where the import works, nothing to say
+
+
+def test_an_optional_import_still_checks_the_calls_where_it_imports(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        try:
+            from megatron.core.schedules import get_tensor_shapes
+        except ImportError:
+            get_tensor_shapes = None
+        def shapes(config):
+            if get_tensor_shapes is None:
+                return []
+            return get_tensor_shapes(rank=0, seq_length=1, micro_batch_size=1, config=config)
+        def raw(config):
+            return get_tensor_shapes(rank=1, seq_length=1, micro_batch_size=1, config=config)
+        """})
+    assert where(report, guarded=False) == {("a.py", 9, c.UNEXPECTED_KEYWORD), ("a.py", 11, c.UNEXPECTED_KEYWORD)}
+
+
+def test_a_fallback_inside_a_function_protects_only_that_function(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"a.py": """
+        import os
+        def local():
+            try:
+                from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+            except ImportError:
+                get_tensor_and_expert_parallel_rank = lambda: 0  # noqa: E731
+            return get_tensor_and_expert_parallel_rank()
+        def other():
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+            return get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=False) == {("a.py", 10, c.MISSING_NAME)}  # line 11 joins line 10's finding
+    assert [f.also_at for f in report.findings if f.line == 10] == [[11]]
+    assert any(8 in (f.line, *f.also_at) for f in report.findings if f.guarded)
+
+
 # ---- 4: a forwarding monkeypatch does not hide the original's keyword breaks ----------------------------------
 def test_a_forwarding_wrapper_patch_still_checks_the_original(tmp_path, wheels):
     files = {"patch.py": """

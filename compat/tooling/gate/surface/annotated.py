@@ -29,11 +29,10 @@ from ...archive import read_file
 from ....errors import CompatError
 from . import project
 from .lookup import Surface, Target
-from .project_classes import BASES, COMPUTED, MEGATRON_BASES, MEMBERS
+from .project_classes import BASES, COMPUTED, MAX_CHAIN, MEGATRON_BASES, MEMBERS
 
 ANNOTATED_READ = "read off a parameter annotated as a megatron class"  # a Use's via, set in check.py
 _OPENING = {"*", COMPUTED, "__getattr__", "__getattribute__"}  # members that let a class have any name
-_MAX_CHAIN = 16
 
 
 def kept_where_it_worked(findings: list, previous: Surface | None, evaluate) -> list:
@@ -108,7 +107,7 @@ class ProjectNames:
 def _megatron_bases(origin: str, classes: dict) -> list[str]:
     """The first megatron path of every megatron base up a project class's project chain."""
     found, todo, seen = [], [origin], set()
-    while todo and len(seen) < _MAX_CHAIN:
+    while todo and len(seen) < MAX_CHAIN:
         current = todo.pop()
         entry = classes.get(current)
         if current in seen or entry is None:

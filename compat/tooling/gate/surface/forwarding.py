@@ -28,14 +28,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .model import PARAMS, VARKW, parse_signature
-from .project_classes import BASES, class_value, constructor
+from .project_classes import BASES, MAX_CHAIN, class_value, constructor
 
 FORWARDER_WORDS, WORDS = " forwarders", "methods"  # in a scan's exports: the method names of the forwarders
 # known when a later round scans a file (``self.name(...)`` calls are then walked in functions that spell them)
 SELF_VALUE = "self."  # a forwarder's callee ``self.NAME``: what NAME is in the calling class (class_value)
 PROJECT_CALL = "call of a project function"  # until resolved: the use's name is the callee's key
 AMBIGUOUS = "two different callees"  # a forwarder entry; a plain string, as it is stored in the scan cache (JSON)
-_MAX_CHAIN = 16
 
 
 def add_forwarder(forwards: dict, key: str, targets: tuple, sig: str) -> None:
@@ -47,7 +46,7 @@ def add_forwarder(forwards: dict, key: str, targets: tuple, sig: str) -> None:
 def _method_key(key: str, classes: dict) -> str | None:
     """``module.Class.method`` -> the key of the class up ``Class``'s project chain that defines ``method``."""
     origin, _, method = key.rpartition(".")
-    for _ in range(_MAX_CHAIN):
+    for _ in range(MAX_CHAIN):
         entry = classes.get(origin)
         if entry is None:
             return None

@@ -30,6 +30,8 @@ PROBE_ELSE = "fallback of a hasattr/getattr probe"
 PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
 COMPUTED_SET = "computed setattr"  # an instance's class may set any name on itself (project_classes.py)
 COMPARED = "branch of a comparison with a megatron member"  # ``x == E.m``: runs only where E.m can equal x
+REBOUND = "name the fallback of a try/except ImportError binds again"  # fallbacks.py
+OPTIONAL = "optional import whose availability the file checks"  # fallbacks.py
 
 _CATCH_ALL = {"Exception", "BaseException"}
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
@@ -78,7 +80,7 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
         return bool(detail & names)
     if kind == AVAILABILITY:
         return raised in ("import", "attribute") and bool(detail & names)
-    if kind == FLAG:  # runs only where the flag's imports resolve: protects failures of those names only
+    if kind in (FLAG, REBOUND, OPTIONAL):  # runs only where those imports resolve: protects failures of those names
         return raised in ("import", "attribute") and any(d == n or d.startswith(n + ".")
                                                          for d in detail for n in names if "." in n)
     if kind == COMPUTED_SET:  # the class may set the member it reads, not change a signature

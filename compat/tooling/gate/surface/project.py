@@ -20,6 +20,7 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
+from .fallbacks import optional_imports, protecting
 from .forwarding import (AMBIGUOUS, FORWARDER_WORDS, PROJECT_CALL, SELF_VALUE, WORDS, add_forwarder,
                          resolve_project_calls)
 from .line_starts import line_start_matches
@@ -130,6 +131,7 @@ class _FileScanner:
         self.flags = g.version_flags(tree, every, spelling) if versionish else set()
         self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
+        self.optional = optional_imports(tree, every)  # names a try/except ImportError makes optional (fallbacks.py)
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
@@ -379,6 +381,8 @@ class _FileScanner:
         if not paths:
             return
         guards = tuple(self.guards)
+        if self.optional:
+            guards += tuple(protecting(self.optional, node.lineno, paths[0]))
         if how == "call" and paths[0] in self.sig_probed[-1]:
             guards += ((g.SIGNATURE, node.lineno, None, None),)
         self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))

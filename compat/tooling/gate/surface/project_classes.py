@@ -32,7 +32,7 @@ CLASS_VALUES = " class values"  # a class-body ``NAME = X``: ("megatron", paths)
 # None where NAME is bound otherwise too (in a branch of the body, on ``self``): its value is not known
 OPEN = frozenset({"*"})  # the MEMBERS of a class with a base neither the project's nor megatron's (not computed)
 _OPEN = {"*", "__getattr__", "__getattribute__"}
-_MAX_CHAIN = 16  # project classes followed up one chain
+MAX_CHAIN = 16  # project classes (bases, class-body bindings, forwarders) followed up one chain
 _CLASS_AT = re.compile(rb"class[ \t]+\w+[ \t]*\(([^)]*)\)")  # a class line, from its ``class``
 
 
@@ -62,7 +62,7 @@ def closed_chain(origin: str, classes: dict, subclassed: set[str]) -> tuple[tupl
             continue
         seen.add(current)
         entry = classes.get(current)
-        if entry is None or len(seen) > _MAX_CHAIN:
+        if entry is None or len(seen) > MAX_CHAIN:
             return None
         members |= entry[MEMBERS]
         for project_base, megatron_base in zip(entry[BASES], entry[MEGATRON_BASES]):
@@ -131,7 +131,7 @@ def constructor(origin: str, classes: dict) -> tuple[tuple, frozenset] | None:
     keyword the chain's own members (dataclass fields) do not name goes to the megatron base. None otherwise."""
     members: set[str] = set()
     current = origin
-    for _ in range(_MAX_CHAIN):
+    for _ in range(MAX_CHAIN):
         entry = classes.get(current)
         if entry is None or "__init__" in entry or len(entry[BASES]) != 1:
             return None
@@ -150,7 +150,7 @@ def class_value(origin: str, name: str, classes: dict) -> tuple | None:
     """What ``self.name`` denotes in a method of the project class ``origin`` when the class or a project base sets
     ``name`` in its body (``ConfigClass = TransformerConfig``): the nearest such binding up a one-base chain."""
     current = origin
-    for _ in range(_MAX_CHAIN):
+    for _ in range(MAX_CHAIN):
         entry = classes.get(current)
         if entry is None:
             return None
