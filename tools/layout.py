@@ -32,7 +32,7 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/config_gate.py", "tooling/gate/accept_pin.py", "tooling/gate/surface/__init__.py",
            "tooling/gate/surface/model.py", "tooling/gate/surface/lazy_model.py", "tooling/gate/surface/conditions.py",
            "tooling/gate/surface/cache.py", "tooling/gate/surface/lookup.py",
-           "tooling/gate/surface/guards.py", "tooling/gate/surface/fallbacks.py",
+           "tooling/gate/surface/guards.py", "tooling/gate/surface/fallbacks.py", "tooling/gate/surface/swallowed.py",
            "tooling/gate/surface/spelling.py", "tooling/gate/surface/line_starts.py",
            "tooling/gate/surface/instances.py",
            "tooling/gate/surface/project_classes.py", "tooling/gate/surface/annotated.py",

@@ -353,6 +353,57 @@ def test_a_fallback_inside_a_function_protects_only_that_function(tmp_path, whee
     assert any(8 in (f.line, *f.also_at) for f in report.findings if f.guarded)
 
 
+# ---- a package that cannot import, imported only under an ImportError guard (swallowed.py; mbridge's qwen3_5) ---
+PLUGIN = {
+    "pkg/__init__.py": """
+        from contextlib import suppress
+        from .core import Core
+        with suppress(ImportError):
+            from .plugin import Plugin
+        """,
+    "pkg/core.py": "class Core:\n    pass\n",
+    "pkg/plugin/__init__.py": "from pkg.plugin.bridge import Plugin\n",
+    "pkg/plugin/bridge.py": """
+        from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        from pkg.plugin.layers import rank
+        class Plugin:
+            pass
+        """,
+    "pkg/plugin/layers.py": """
+        from megatron.core import parallel_state
+        def rank():
+            return parallel_state.get_tensor_and_expert_parallel_rank()
+        """,
+}
+
+
+def test_a_package_that_cannot_import_and_is_imported_only_under_a_guard_never_runs(tmp_path, wheels):
+    report = gate(tmp_path / "a", wheels, PLUGIN)
+    assert report.exit_code == 0 and where(report, guarded=False) == set()
+    guards = {(f.path, f.line): f.guard for f in report.findings if f.guarded}
+    assert set(guards) == {("pkg/plugin/bridge.py", 2), ("pkg/plugin/layers.py", 4)}
+    assert all("pkg/plugin/bridge.py:2" in guard and "pkg/__init__.py:5" in guard for guard in guards.values())
+    assert gate(tmp_path / "b", wheels, PLUGIN, "0.3.0").findings == []
+
+
+@pytest.mark.parametrize("extra", [
+    {"run.py": "from pkg.plugin.layers import rank\nrank()\n"},  # another module imports it unguarded
+    {"pkg/__init__.py": "from .plugin import Plugin\n"},  # the package imports it unguarded
+])
+def test_a_failing_module_some_code_imports_unguarded_still_breaks(tmp_path, wheels, extra):
+    report = gate(tmp_path, wheels, {**PLUGIN, **extra})
+    assert {("pkg/plugin/bridge.py", 2, c.MISSING_NAME), ("pkg/plugin/layers.py", 4, c.MISSING_NAME)} <= \
+        where(report, guarded=False)
+
+
+def test_a_module_nothing_imports_is_run_directly(tmp_path, wheels):
+    report = gate(tmp_path, wheels, {"script.py": """
+        from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        print(get_tensor_and_expert_parallel_rank())
+        """})
+    assert ("script.py", 2, c.MISSING_NAME) in where(report, guarded=False)
+
+
 # ---- 4: a forwarding monkeypatch does not hide the original's keyword breaks ----------------------------------
 def test_a_forwarding_wrapper_patch_still_checks_the_original(tmp_path, wheels):
     files = {"patch.py": """

@@ -71,6 +71,7 @@ class Use:
     # providers.py (the def's (path, line), None: at the call, or a reference settled once every file is scanned)
     spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
     # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
+    top: bool = False  # runs when the module is imported (in no function body; swallowed.py)
 
 
 @dataclass
@@ -386,7 +387,8 @@ class _FileScanner:
             guards += tuple(protecting(self.optional, node.lineno, paths[0]))
         if how == "call" and paths[0] in self.sig_probed[-1]:
             guards += ((g.SIGNATURE, node.lineno, None, None),)
-        self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:], **extra))
+        self.uses.append(Use(self.path, node.lineno, paths[0], how, guards, paths[1:],
+                             top=all(self.class_scope[1:]), **extra))
 
     def push(self, kind, line, detail=None, note: str | None = None) -> None:
         self.guards.append((kind, line, frozenset(detail) if detail is not None else None, note))

@@ -15,6 +15,7 @@ from .cache import cached_wheels, model_for, release_models, save_models, shippe
 from .lookup import Surface
 from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
+from .swallowed import mark_swallowed
 
 _NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
 _BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*\S*\s*$")
@@ -158,8 +159,8 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     overrides = check_overrides(scan, surface, previous)
     call_sites = check_call_sites(scan, surface, overrides)
     overrides += call_sites
-    findings = sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
-                      key=lambda f: (f.path, f.line, f.name))
+    findings = mark_swallowed(sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
+                                     key=lambda f: (f.path, f.line, f.name)), scan.sources)
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
            shipped=shipped)
     mark_against(findings, baseline, scan.uses)

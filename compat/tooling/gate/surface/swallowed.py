@@ -1,0 +1,267 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Project modules that cannot be imported on the candidate and that the project imports only under an
+ImportError guard: their code never runs there, so what breaks in them is guarded, and the guard says where the
+module's import fails and where the project swallows that (mbridge imports ``.qwen3_5`` under
+``with suppress(ImportError):``; on 0.15.3 ``qwen3_5/base_bridge.py`` imports a name 0.15.3 lacks, so Qwen3.5
+support silently vanishes, and nothing else in that package can run).
+
+A module fails to import when a finding that breaks sits at its top level (outside function bodies: class bodies
+run at import), when it imports a failing project module at its top level without an ImportError guard, or when a
+package above it fails (importing ``a.b.c`` runs ``a/b/__init__.py`` first). A failing module is swallowed when
+it is imported at all, and every import statement of the project that would import it (or a module below it) is
+under ``try/except ImportError`` or ``suppress(ImportError)``, or sits in a module that fails too. A module nothing
+imports (a script, a test) is not swallowed: it is run directly.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from ...archive import read_file
+from ....errors import CompatError
+from .project import MAX_FILE_BYTES, _absolute, project_module
+
+SWALLOWED = "module that does not import here"
+
+
+def mark_swallowed(findings: list, sources: list) -> list:
+    """``findings`` with those that break in a swallowed module guarded (``sources``: (rel, path) of every Python
+    file of the project, as ``ProjectScan.sources``)."""
+    roots: dict = {}  # module -> (rel, line) of the first top-level break in it
+    for f in sorted((f for f in findings if f.breaks), key=lambda f: (f.path, f.line)):
+        module = project_module(f.path)[0]
+        if module not in roots and getattr(f._use, "top", False):
+            roots[module] = (f.path, f.line)
+    if not roots:
+        return findings
+    files = _files(sources)
+    guarded = {t for statement in files.guarded_imports() for t in statement[2]}
+    if not guarded:  # nothing is imported under an ImportError guard: nothing can be swallowed
+        return findings
+    failing = _failing(guarded, roots, files)
+    statements = [(rel, importer, targets & set(failing), guarded_, line) for module in failing
+                  for rel, importer, targets, _top, guarded_, line in files.importers(module)]
+    swallowed = _swallowed(failing, list({(s[0], s[4]): s for s in statements}.values()))
+    if not swallowed:
+        return findings
+    out = []
+    for f in findings:
+        module = project_module(f.path)[0]
+        if f.breaks and module in swallowed:
+            root, (where, line) = failing[module], swallowed[module]
+            f = replace(f, guarded=True, guard=f"{SWALLOWED}: its import fails at {root[0]}:{root[1]}, and the "
+                                                f"project imports it only under an ImportError guard ({where}:{line})")
+        out.append(f)
+    return out
+
+
+_IMPORT_TEXT = re.compile(rb"^([ \t]*)(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))",
+                          re.M)
+_WORD = re.compile(rb"[A-Za-z_][\w.]*")
+
+
+class _Files:
+    """The project's import statements, found in each file's text (a statement at column 0 runs at import,
+    unguarded); a file is parsed only where an indented statement imports a failing module (it may sit in a
+    ``try``, a ``with``, a function)."""
+
+    def __init__(self, sources: list):
+        self.paths = dict(sources)
+        self.modules = {project_module(rel)[0]: rel for rel in self.paths}
+        self.known = frozenset(self.modules)
+        self.tops = frozenset(m.split(".", 1)[0] for m in self.modules)
+        self._statements: dict = {}
+        self._index: dict | None = None
+        self._guarded: list | None = None
+        self._bytes: dict = {}
+        self._lines: dict = {}
+        self._plain: dict = {}  # rel -> the project modules its column-0 import statements import
+
+    def index(self) -> dict:
+        """project module -> (rel, line, indented, the project modules the statement imports) of its imports."""
+        if self._index is None:
+            self._index = {}
+            for rel in self.paths:
+                data, module, is_package = self._data(rel), *project_module(rel)
+                line, at = 1, 0
+                for m in _IMPORT_TEXT.finditer(data):
+                    line += data.count(b"\n", at, m.start())
+                    at = m.start()
+                    targets = _text_targets(m, module, is_package, self.known, self.tops)
+                    if not m.group(1):
+                        self._plain.setdefault(rel, []).extend(targets)
+                    elif targets:
+                        self._bytes[rel] = data
+                    for target in targets:
+                        self._index.setdefault(target, []).append((rel, line, bool(m.group(1)), targets))
+        return self._index
+
+    def _data(self, rel: str) -> bytes:
+        """The file's bytes (kept only for files with an indented import: the index reads every file once)."""
+        if rel in self._bytes:
+            return self._bytes[rel]
+        try:
+            return read_file(Path(self.paths[rel]), MAX_FILE_BYTES, "project file")
+        except (OSError, CompatError):
+            return b""
+
+    def guarded_imports(self) -> list:
+        """The import statements of project modules under an ImportError guard (``try``, ``suppress``), read off
+        the indented imports of the files that spell ``ImportError`` or ``ModuleNotFoundError``."""
+        if self._guarded is None:
+            self._guarded = [statement for entries in self.index().values() for rel, line, deep, targets in entries
+                             if deep and (b"ImportError" in self._data(rel) or b"ModuleNotFoundError" in self._data(rel))
+                             for statement in (self.statement(rel, line, targets),) if statement[4]]
+            self._guarded = list({(s[0], s[5]): s for s in self._guarded}.values())
+        return self._guarded
+
+    def statement(self, rel: str, line: int, targets: set) -> tuple:
+        """(rel, importing module, targets, top level, guarded, line) of the import statement at ``line``."""
+        if rel not in self._lines:
+            self._lines[rel] = self._data(rel).decode("utf-8", "replace").splitlines()
+        top, guarded = _context(self._lines[rel], line - 1)
+        return rel, project_module(rel)[0], targets, top, guarded, line
+
+    def plain_imports(self, module: str) -> list:
+        """The project modules ``module``'s file imports at column 0 (at import time, unguarded)."""
+        return self._plain.get(self.modules.get(module), [])
+
+    def importers(self, module: str) -> list:
+        """(rel, importing module, the project modules it imports, top level, guarded, line) of each import
+        statement that imports ``module`` (or a module below it)."""
+        return [(rel, project_module(rel)[0], targets, True, False, line) if not deep
+                else self.statement(rel, line, targets) for rel, line, deep, targets in self.index().get(module, ())]
+
+
+def _context(lines: list, index: int) -> tuple[bool, bool]:
+    """(top level, under an ImportError guard) of the statement on ``lines[index]``, read off the indentation of
+    the lines above it: the headers that enclose it (``def``, ``try:`` whose handlers catch ImportError, ``with
+    suppress(ImportError)``; an ``except``/``else``/``finally`` block is not its ``try``'s body)."""
+    text = lines[index]
+    threshold = len(text) - len(text.lstrip())
+    top, guarded, not_body = True, False, set()
+    for j in range(index - 1, -1, -1):
+        if threshold == 0:
+            break
+        row = lines[j]
+        stripped = row.lstrip()
+        indent = len(row) - len(stripped)
+        if not stripped or stripped.startswith("#") or indent >= threshold:
+            continue
+        threshold = indent
+        word = stripped.split("(", 1)[0].split(":", 1)[0].split()[0] if stripped.split() else ""
+        if word in ("def", "async", "lambda"):
+            top = False
+        elif word in ("except", "else", "finally"):
+            not_body.add(indent)
+        elif word == "try" and indent not in not_body:
+            guarded = guarded or _try_catches_import(lines, j, indent)
+        elif word == "with" and "suppress" in stripped and ("ImportError" in stripped or "ModuleNotFoundError" in
+                                                              stripped or "Exception" in stripped):
+            guarded = True
+        if word not in ("except", "else", "finally"):
+            not_body.discard(indent)
+    return top, guarded
+
+
+def _try_catches_import(lines: list, at: int, indent: int) -> bool:
+    """Does the ``try:`` on ``lines[at]`` have a handler, at its indentation, that catches ImportError?"""
+    for row in lines[at + 1:]:
+        stripped = row.lstrip()
+        if not stripped or stripped.startswith("#") or len(row) - len(stripped) > indent:
+            continue
+        if len(row) - len(stripped) < indent or not stripped.startswith(("except", "else", "finally")):
+            return False
+        if stripped.startswith("except") and (stripped.rstrip().endswith("except:") or any(
+                name in stripped for name in ("ImportError", "ModuleNotFoundError", "Exception"))):
+            return True
+    return False
+
+
+def _text_targets(m, module: str, is_package: bool, known: frozenset, tops: frozenset) -> set:
+    """The project modules an import statement's text names (its module, its packages, imported submodules);
+    ``tops``: the first part of every project module (an absolute import of anything else names none)."""
+    _indent, dots, source, names, plain = m.groups()
+    if not dots and (source if plain is None else plain).split(b".", 1)[0].strip().decode(errors="replace") \
+            not in tops and plain is None:
+        return set()
+    if plain is not None:
+        named = [w.decode() for w in _WORD.findall(plain.split(b"#")[0]) if w != b"as"]
+    else:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        level = len(dots)
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        absolute = ".".join(([*base] if level else []) + ([source.decode()] if source else []))
+        words = [w.decode() for w in _WORD.findall(names.split(b"#")[0] if b"(" not in names else names)
+                 if w != b"as" and b"." not in w]
+        named = [absolute] + [f"{absolute}.{w}" for w in words]
+    out = set()
+    for name in named:
+        parts = name.split(".")
+        out |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & known
+    return out
+
+
+_SEEN: dict = {}  # id(sources) -> (sources, _Files): one per project scan, reused by every release checked
+
+
+def _files(sources: list) -> _Files:
+    known = _SEEN.get(id(sources))
+    if known is None or known[0] is not sources:
+        _SEEN.clear()
+        known = _SEEN[id(sources)] = (sources, _Files(sources))
+    return known[1]
+
+
+def _failing(guarded: set, roots: dict, files: _Files) -> dict:
+    """module -> the root (rel, line) its import fails at, for the modules imported under a guard that fail, what
+    their imports at import time reach that fails, and every module below a failing package."""
+    known: dict = {}
+
+    def fails(module: str, depth: int = 0):
+        if module in known:
+            return known[module]
+        known[module] = None  # while it is being decided (an import cycle): not failing
+        root = roots.get(module)
+        if root is None and depth < 64:
+            root = next((r for p in _packages(module) for r in (fails(p, depth + 1),) if r), None) or next(
+                (r for t in files.plain_imports(module) if t != module for r in (fails(t, depth + 1),) if r), None)
+        known[module] = root
+        return root
+
+    failing = {m: root for m in sorted(guarded) for root in (fails(m),) if root}
+    failing.update({m: r for m, r in known.items() if r})
+    if failing:
+        failing.update({m: failing[p] for m in files.known if m not in failing
+                        for p in _packages(m) if p in failing})
+    return failing
+
+
+def _swallowed(failing: dict, statements: list) -> dict:
+    """module -> (rel, line) of the ImportError guard it is swallowed under, for each failing module that the
+    project imports only through such a guard or from modules swallowed themselves."""
+    imported = {t for _rel, _importer, hit, _guarded, _line in statements for t in hit}
+    exposed = {t for _rel, importer, hit, guarded, _line in statements if importer not in failing and not guarded
+               for t in hit} | (set(failing) - imported)  # what nothing imports is run directly (a script, a test)
+    while True:  # an exposed failing module runs its own unguarded imports
+        more = {t for _rel, importer, hit, guarded, _line in statements
+                if importer in exposed and not guarded for t in hit} - exposed
+        if not more:
+            break
+        exposed |= more
+    swallowed = {t: (rel, line) for rel, _importer, hit, guarded, line in statements if guarded
+                 for t in hit if t not in exposed}
+    while True:  # what only swallowed modules import, and the modules below a swallowed package, never run
+        more = {t: swallowed[importer] for _rel, importer, hit, _guarded, _line in statements
+                if importer in swallowed for t in hit if t not in exposed and t not in swallowed}
+        more.update({m: swallowed[p] for m in failing if m not in exposed and m not in swallowed and m not in more
+                     for p in _packages(m)[-1:] if p in swallowed})
+        if not more:
+            return swallowed
+        swallowed.update(more)
+
+
+def _packages(module: str) -> list:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
