@@ -6,7 +6,6 @@ import pytest
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
-from compat.tooling.gate.surface.project import scan_project
 from compat.tooling.gate.surface.release_gate import surface_gate
 from test_surface import make_project, make_wheel
 
@@ -300,23 +299,6 @@ def rank():
     assert [f.kind for f in use if not f.guarded] == ([] if guarded else [c.MISSING_NAME])
     assert report.exit_code == (0 if guarded else 1)
     assert gate(tmp_path, wheels, files, "0.3.0").findings == []  # where the import works, nothing to say
-
-
-def test_a_refusal_in_another_file_protects_the_optional_imports_of_that_module(tmp_path, wheels):
-    replay = ("try:\n    from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank\n"
-              "    AVAILABLE = True\nexcept ImportError:\n    AVAILABLE = False\n")
-    trainer = ("try:\n    from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank\n"
-               "except ImportError:\n    get_tensor_and_expert_parallel_rank = None\n"
-               "def step():\n    return get_tensor_and_expert_parallel_rank()\n")
-    refusing = {"replay.py": replay + "def patch():\n    assert AVAILABLE, 'no EP'\n", "trainer.py": trainer}
-    report = gate(tmp_path / "refusing", wheels, refusing)
-    assert not [f for f in report.findings if f.path == "trainer.py" and not f.guarded]
-    assert [f.also_at for f in report.findings if f.path == "trainer.py"] == [[6]]  # joins the guarded import
-    (use,) = [u for u in scan_project(tmp_path / "refusing" / "proj").uses if (u.path, u.line) == ("trainer.py", 6)]
-    assert [note for kind, _line, _detail, note in use.guards if kind == c.g.OPTIONAL] == [
-        "the fallback sets get_tensor_and_expert_parallel_rank off, and replay.py:7 refuses to go on without that import"]
-    silent = {"replay.py": replay, "trainer.py": trainer}  # nobody refuses: nothing stops the use
-    assert where(gate(tmp_path / "silent", wheels, silent), guarded=False) == {("trainer.py", 6, c.MISSING_NAME)}
 
 
 def test_an_optional_import_still_checks_the_calls_where_it_imports(tmp_path, wheels):

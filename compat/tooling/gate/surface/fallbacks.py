@@ -6,11 +6,9 @@ Where the import fails on the candidate, a use of ``X`` below the ``try`` does n
 
 - the handler binds ``X`` again to something else (``X = open``, ``from other import X``, ``def X``): the use
   reads the fallback (REBOUND);
-- the handler turns the feature off (``X = None``, ``HAVE_X = False``) and the project refuses to go on without
-  that import (``assert HAVE_X``, or ``if not HAVE_X: raise``/``return``), in this file or in another file that
-  imports the same megatron module optionally (ms-swift asserts ``ROUTER_REPLAY_AVAILABLE`` in one module, and
-  its trainers import ``RouterReplay`` with ``RouterReplay = None``): the project stops there with its own
-  message where the feature is missing (OPTIONAL). A name turned off and only branched on (``if HAVE_X: ...``) guards that
+- the handler turns the feature off (``X = None``, ``HAVE_X = False``) and the file refuses to go on without it
+  (``assert HAVE_X``, or ``if not HAVE_X: raise``/``return``): the project stops there with its own message where
+  the feature is missing (OPTIONAL). A name turned off and only branched on (``if HAVE_X: ...``) guards that
   branch alone (project.py's flag branches), and one never tested protects nothing: nothing stops the use
   (NeMo's ``HAVE_MEGATRON_CORE = False``, then ``set_pipeline_model_parallel_split_rank(...)`` unconditionally).
 
@@ -20,13 +18,12 @@ keyword the candidate's ``X`` lacks is still a break where ``X`` imports.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from . import guards as g
 from .model import statements
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-PENDING = "optional import another file may refuse to go on without"  # never reaches check.py: settle_pending
 
 
 @dataclass(frozen=True)
@@ -37,17 +34,14 @@ class Optional:
     guard: tuple  # (kind, line, detail, note), as project.py's guard stack holds them
 
 
-def optional_imports(tree: ast.Module, every: list) -> tuple[list[Optional], dict]:
-    """Per ``try`` with megatron imports and an ``except ImportError`` handler, what it makes optional; and the
-    megatron modules whose optional import this file refuses to go on without (module -> line of the refusal).
-    ``every``: the file's statements, nested defs included (the scanner's walk). A name turned off that this file
-    does not refuse gets a PENDING guard: ``settle_pending`` decides it once every file is scanned."""
+def optional_imports(tree: ast.Module, every: list) -> list[Optional]:
+    """Per ``try`` with megatron imports and an ``except ImportError`` handler, what it makes optional.
+    ``every``: the file's statements, nested defs included (the scanner's walk)."""
     tries = [(s, found) for s in every if isinstance(s, ast.Try) for found in (_megatron_imports(s.body),) if found]
     if not tries:
-        return [], {}
+        return []
     defs = [d for d in every if isinstance(d, _DEFS)]
     out: list[Optional] = []
-    refuses: dict = {}
     refused: dict | None = None
     for node, imported in tries:
         scope = max((d for d in defs if d.lineno < node.lineno <= (d.end_lineno or d.lineno)),
@@ -58,7 +52,7 @@ def optional_imports(tree: ast.Module, every: list) -> tuple[list[Optional], dic
             continue
         rebound, off = _handler_bindings(handlers)
         start, end = (1, 10 ** 9) if scope is tree else (scope.lineno, scope.end_lineno or scope.lineno)
-        again = frozenset(path for name, (path, _module) in imported.items() if name in rebound)
+        again = frozenset(path for name, path in imported.items() if name in rebound)
         if again:
             out.append(Optional(again, start, end, (g.REBOUND, node.lineno, again,
                                                     f"the fallback binds {', '.join(sorted(rebound & set(imported)))} "
@@ -67,43 +61,12 @@ def optional_imports(tree: ast.Module, every: list) -> tuple[list[Optional], dic
             refused = _refusals(tree) if refused is None else refused
             seen = sorted((line, name) for name in off for line in refused.get(name, ())
                           if not node.lineno <= line <= (node.end_lineno or node.lineno))
-            rest = frozenset(path for name, (path, _module) in imported.items() if name not in rebound)
-            if seen:
+            rest = frozenset(path for name, path in imported.items() if name not in rebound)
+            if seen and rest:
                 line, name = seen[0]
-                for _path, module in imported.values():
-                    refuses.setdefault(module, line)
-                if rest:
-                    out.append(Optional(rest, start, end, (g.OPTIONAL, node.lineno, rest, f"the fallback sets {name} "
-                                                           f"off, and line {line} refuses to go on without it")))
-            elif rest:
-                out.append(Optional(rest, start, end, (PENDING, node.lineno, rest,
-                                                       f"the fallback sets {', '.join(sorted(off))} off")))
-    return out, refuses
-
-
-def settle_pending(uses: list, refuses: dict) -> list:
-    """The uses with each PENDING guard made an OPTIONAL one where a project file refuses to go on without the
-    module it imports (``refuses``: module -> (file, line)), and dropped elsewhere."""
-    out = []
-    for use in uses:
-        if any(guard[0] == PENDING for guard in use.guards):
-            guards = []
-            for kind, line, detail, note in use.guards:
-                if kind != PENDING:
-                    guards.append((kind, line, detail, note))
-                    continue
-                where = next((refuses[m] for p in sorted(detail) for m in _modules(p) if m in refuses), None)
-                if where:
-                    guards.append((g.OPTIONAL, line, detail, f"{note}, and {where[0]}:{where[1]} refuses to go on "
-                                                             "without that import"))
-            use = replace(use, guards=tuple(guards))
-        out.append(use)
+                out.append(Optional(rest, start, end, (g.OPTIONAL, node.lineno, rest,
+                                                       f"the fallback sets {name} off, and line {line} refuses to go on without it")))
     return out
-
-
-def _modules(path: str) -> list[str]:
-    """The modules a megatron path may come from: ``a.b.c`` from ``a.b`` (``from a.b import c``) or is ``a.b.c``."""
-    return [path.rpartition(".")[0], path]
 
 
 def protecting(optional: list[Optional], line: int, path: str) -> list[tuple]:
@@ -113,15 +76,14 @@ def protecting(optional: list[Optional], line: int, path: str) -> list[tuple]:
 
 
 def _megatron_imports(body: list) -> dict:
-    """name -> (megatron path, the module it comes from) of each ``from megatron... import name`` /
-    ``import megatron.x as name`` in a body."""
+    """name -> megatron path of each ``from megatron... import name`` / ``import megatron.x as name`` in a body."""
     out = {}
     for s in statements(body):
         if isinstance(s, ast.ImportFrom) and s.level == 0 and s.module and \
                 (s.module == "megatron" or s.module.startswith("megatron.")):
-            out.update({a.asname or a.name: (f"{s.module}.{a.name}", s.module) for a in s.names if a.name != "*"})
+            out.update({a.asname or a.name: f"{s.module}.{a.name}" for a in s.names if a.name != "*"})
         elif isinstance(s, ast.Import):
-            out.update({a.asname: (a.name, a.name) for a in s.names if a.asname and a.name.startswith("megatron.")})
+            out.update({a.asname: a.name for a in s.names if a.asname and a.name.startswith("megatron.")})
     return out
 
 

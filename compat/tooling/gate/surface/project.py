@@ -20,7 +20,7 @@ from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
 from ....errors import CandidateError, CompatError
 from . import guards as g
-from .fallbacks import optional_imports, protecting, settle_pending
+from .fallbacks import optional_imports, protecting
 from .forwarding import (AMBIGUOUS, FORWARDER_WORDS, PROJECT_CALL, SELF_VALUE, WORDS, add_forwarder,
                          resolve_project_calls)
 from .line_starts import line_start_matches
@@ -132,8 +132,7 @@ class _FileScanner:
         self.flags = g.version_flags(tree, every, spelling) if versionish else set()
         self.guard_lines = g.guard_lines(spelling, self.flags) if spelling is not None else None
         self.import_flags = g.import_flags(tree, every)
-        # names a try/except ImportError makes optional, and the modules this file refuses to go on without
-        self.optional, self.refuses = optional_imports(tree, every)
+        self.optional = optional_imports(tree, every)  # names a try/except ImportError makes optional (fallbacks.py)
         self.forwarders = {n.name for n in every
                            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and _only_splats(n.args)}
         self.defs = _module_functions(tree.body)
@@ -1235,8 +1234,7 @@ def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), expo
     scanner = _scan(text, path, own, exports, prefilter)
     alone = ProjectScan("", classes={f"{scanner.module}.{n}": m for n, m in scanner.classes.items()})
     factories = {f"{scanner.module}.{n}": (found, path) for n, found in scanner.factories.items()}
-    uses = settle_pending(scanner.uses, {module: (path, line) for module, line in scanner.refuses.items()})
-    return settle(uses, factories, alone.method), scanner.sets
+    return settle(scanner.uses, factories, alone.method), scanner.sets
 
 
 def _python_files(root: Path):
@@ -1432,14 +1430,12 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         if not more:
             break
     reexports.resolve(scan.classes)
-    refuses = {module: (rel, line) for rel, _path in files for done in (per_file.get(rel),) if done is not None
-               for module, line in done.refuses.items()}
     for rel, _path in files:
         done = per_file.get(rel)
         if done is not None and done.uses:
             # uses of project classes and functions alone do not make a file one that uses megatron
             scan.megatron_files += any(u.via not in (PROJECT_CLASS, PROJECT_CALL) for u in done.uses)
-            scan.uses.extend(settle_pending(done.uses, refuses))
+            scan.uses.extend(done.uses)
         if done is not None:
             scan.sets |= done.sets
             for key, entry in done.forwarded.items():
@@ -1568,8 +1564,7 @@ def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCach
 def _new_scan(rel: str, data: bytes, own: tuple, exports: dict) -> FileScan:
     scanner = _scan(data, rel, own, exports)
     return FileScan(scanner.uses, scanner.sets, scanner.module_exports(), frozenset(scanner.asked),
-                    view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories,
-                    scanner.refuses)
+                    view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
 
 
 def _new_scan_or_error(rel: str, data: bytes, own: tuple) -> FileScan | CandidateError:

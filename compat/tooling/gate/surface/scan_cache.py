@@ -44,7 +44,6 @@ class FileScan:
     classes: dict = field(default_factory=dict)  # its top-level classes: name -> {method: signature, BASES: ...}
     forwarded: dict = field(default_factory=dict)  # forwarding.py: functions passing **kwargs on to megatron
     factories: dict = field(default_factory=dict)  # its top-level functions that return functions (providers.py)
-    refuses: dict = field(default_factory=dict)  # megatron modules it refuses to go on without (fallbacks.py)
 
 
 def view_of(asked, exports: dict) -> tuple:
