@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...archive import read_file
 from ....errors import CompatError
-from .project import MAX_FILE_BYTES, _absolute, project_module
+from .project import MAX_FILE_BYTES, project_module
 
 SWALLOWED = "module that does not import here"
 
@@ -62,9 +62,8 @@ _WORD = re.compile(rb"[A-Za-z_][\w.]*")
 
 
 class _Files:
-    """The project's import statements, found in each file's text (a statement at column 0 runs at import,
-    unguarded); a file is parsed only where an indented statement imports a failing module (it may sit in a
-    ``try``, a ``with``, a function)."""
+    """The project's import statements, found in each file's text, not parsed: one at column 0 runs at import,
+    unguarded; for an indented one the lines above it say whether a ``def``, a ``try`` or a ``with`` holds it."""
 
     def __init__(self, sources: list):
         self.paths = dict(sources)
@@ -147,8 +146,8 @@ def _context(lines: list, index: int) -> tuple[bool, bool]:
         row = lines[j]
         stripped = row.lstrip()
         indent = len(row) - len(stripped)
-        if not stripped or stripped.startswith("#") or indent >= threshold:
-            continue
+        if not stripped or stripped.startswith(("#", ")", "]", "}")) or indent >= threshold:
+            continue  # a blank, a comment, a deeper line, or the closing line of a header written on many lines
         threshold = indent
         word = stripped.split("(", 1)[0].split(":", 1)[0].split()[0] if stripped.split() else ""
         if word in ("def", "async", "lambda"):
@@ -183,8 +182,7 @@ def _text_targets(m, module: str, is_package: bool, known: frozenset, tops: froz
     """The project modules an import statement's text names (its module, its packages, imported submodules);
     ``tops``: the first part of every project module (an absolute import of anything else names none)."""
     _indent, dots, source, names, plain = m.groups()
-    if not dots and (source if plain is None else plain).split(b".", 1)[0].strip().decode(errors="replace") \
-            not in tops and plain is None:
+    if plain is None and not dots and source.split(b".", 1)[0].decode(errors="replace") not in tops:
         return set()
     if plain is not None:
         named = [w.decode() for w in _WORD.findall(plain.split(b"#")[0]) if w != b"as"]
