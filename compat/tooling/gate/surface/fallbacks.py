@@ -58,7 +58,7 @@ def optional_imports(tree: ast.Module, every: list) -> list[Optional]:
                                                     f"the fallback binds {', '.join(sorted(rebound & set(imported)))} "
                                                     "again")))
         if off:
-            refused = _refusals(tree) if refused is None else refused
+            refused = _refusals(every) if refused is None else refused
             seen = sorted((line, name) for name in off for line in refused.get(name, ())
                           if not node.lineno <= line <= (node.end_lineno or node.lineno))
             rest = frozenset(path for name, path in imported.items() if name not in rebound)
@@ -108,19 +108,20 @@ def _handler_bindings(handlers: list) -> tuple[set, set]:
     return rebound - off, off
 
 
-def _refusals(tree: ast.Module) -> dict:
+def _refusals(every: list) -> dict:
     """name -> lines where the file refuses to go on without it: ``assert NAME`` (``is not None``), or an ``if`` on
-    ``NAME`` (plain, ``not``, ``is None``, ``is not None``) whose branch for the name being off raises or returns."""
+    ``NAME`` (plain, ``not``, ``is None``, ``is not None``) whose branch for the name being off raises or returns.
+    ``every``: the file's statements, nested defs included."""
     out: dict = {}
-    for node in ast.walk(tree):
+    for node in every:
         if isinstance(node, ast.Assert):
-            names = {name for name in (_asserted(node.test),) if name}
+            name = _asserted(node.test)
         elif isinstance(node, ast.If):
             name, off_branch = _polarity(node)
-            names = {name} if name and g.exits(off_branch) else set()
+            name = name if name and g.exits(off_branch) else None
         else:
             continue
-        for name in names:
+        if name:
             out.setdefault(name, []).append(node.lineno)
     return out
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from ...archive import read_file
@@ -194,11 +195,17 @@ def _text_targets(m, module: str, is_package: bool, known: frozenset, tops: froz
         words = [w.decode() for w in _WORD.findall(names.split(b"#")[0] if b"(" not in names else names)
                  if w != b"as" and b"." not in w]
         named = [absolute] + [f"{absolute}.{w}" for w in words]
-    out = set()
+    out: set = set()
     for name in named:
-        parts = name.split(".")
-        out |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & known
+        out |= _prefixes(name) & known
     return out
+
+
+@lru_cache(maxsize=65536)
+def _prefixes(name: str) -> frozenset:
+    """``a.b.c`` -> {a, a.b, a.b.c}: importing a module imports its packages."""
+    parts = name.split(".")
+    return frozenset(".".join(parts[:i]) for i in range(1, len(parts) + 1))
 
 
 _SEEN: dict = {}  # id(sources) -> (sources, _Files): one per project scan, reused by every release checked
