@@ -41,6 +41,8 @@ def mark_swallowed(findings: list, sources: list) -> list:
     if not guarded:  # nothing is imported under an ImportError guard: nothing can be swallowed
         return findings
     failing = _failing(guarded, roots, files)
+    if not set(failing) & guarded:  # every guarded import works here
+        return findings
     statements = [(rel, importer, targets & set(failing), guarded_, line) for module in failing
                   for rel, importer, targets, _top, guarded_, line in files.importers(module)]
     swallowed = _swallowed(failing, list({(s[0], s[4]): s for s in statements}.values()))
@@ -76,25 +78,33 @@ class _Files:
         self._guarded: list | None = None
         self._bytes: dict = {}
         self._lines: dict = {}
-        self._plain: dict = {}  # rel -> the project modules its column-0 import statements import
+        self._entries: dict = {}  # rel -> its import statements (entries)
+
+    def entries(self, rel: str) -> list:
+        """(line, indented, the project modules it imports) of each import statement of one file."""
+        if rel not in self._entries:
+            data, module, is_package = self._data(rel), *project_module(rel)
+            found, line, at = [], 1, 0
+            for m in _IMPORT_TEXT.finditer(data):
+                line += data.count(b"\n", at, m.start())
+                at = m.start()
+                targets = _text_targets(m, module, is_package, self.known, self.tops)
+                if targets:
+                    found.append((line, bool(m.group(1)), targets))
+                    if m.group(1):
+                        self._bytes[rel] = data
+            self._entries[rel] = found
+        return self._entries[rel]
 
     def index(self) -> dict:
-        """project module -> (rel, line, indented, the project modules the statement imports) of its imports."""
+        """project module -> (rel, line, indented, the project modules the statement imports) of its imports
+        (every file's statements: built only when some guarded import fails)."""
         if self._index is None:
             self._index = {}
             for rel in self.paths:
-                data, module, is_package = self._data(rel), *project_module(rel)
-                line, at = 1, 0
-                for m in _IMPORT_TEXT.finditer(data):
-                    line += data.count(b"\n", at, m.start())
-                    at = m.start()
-                    targets = _text_targets(m, module, is_package, self.known, self.tops)
-                    if not m.group(1):
-                        self._plain.setdefault(rel, []).extend(targets)
-                    elif targets:
-                        self._bytes[rel] = data
+                for line, indented, targets in self.entries(rel):
                     for target in targets:
-                        self._index.setdefault(target, []).append((rel, line, bool(m.group(1)), targets))
+                        self._index.setdefault(target, []).append((rel, line, indented, targets))
         return self._index
 
     def _data(self, rel: str) -> bytes:
@@ -110,10 +120,12 @@ class _Files:
         """The import statements of project modules under an ImportError guard (``try``, ``suppress``), read off
         the indented imports of the files that spell ``ImportError`` or ``ModuleNotFoundError``."""
         if self._guarded is None:
-            self._guarded = [statement for entries in self.index().values() for rel, line, deep, targets in entries
-                             if deep and (b"ImportError" in self._data(rel) or b"ModuleNotFoundError" in self._data(rel))
-                             for statement in (self.statement(rel, line, targets),) if statement[4]]
-            self._guarded = list({(s[0], s[5]): s for s in self._guarded}.values())
+            self._guarded = []
+            for rel in self.paths:
+                data = self._data(rel)
+                if b"ImportError" in data or b"ModuleNotFoundError" in data:
+                    self._guarded += [statement for line, deep, targets in self.entries(rel) if deep
+                                      for statement in (self.statement(rel, line, targets),) if statement[4]]
         return self._guarded
 
     def statement(self, rel: str, line: int, targets: set) -> tuple:
@@ -125,7 +137,8 @@ class _Files:
 
     def plain_imports(self, module: str) -> list:
         """The project modules ``module``'s file imports at column 0 (at import time, unguarded)."""
-        return self._plain.get(self.modules.get(module), [])
+        rel = self.modules.get(module)
+        return [t for _line, deep, targets in (self.entries(rel) if rel else ()) if not deep for t in targets]
 
     def importers(self, module: str) -> list:
         """(rel, importing module, the project modules it imports, top level, guarded, line) of each import
