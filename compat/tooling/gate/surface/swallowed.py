@@ -43,9 +43,10 @@ def mark_swallowed(findings: list, sources: list) -> list:
     failing = _failing(guarded, roots, files)
     if not set(failing) & guarded:  # every guarded import works here
         return findings
-    statements = [(rel, importer, targets & set(failing), guarded_, line) for module in failing
-                  for rel, importer, targets, _top, guarded_, line in files.importers(module)]
-    swallowed = _swallowed(failing, list({(s[0], s[4]): s for s in statements}.values()))
+    names = set(failing)
+    statements = {(rel, line): (rel, importer, targets & names, guarded_, line) for module in failing
+                  for rel, importer, targets, _top, guarded_, line in files.importers(module)}
+    swallowed = _swallowed(failing, list(statements.values()))
     if not swallowed:
         return findings
     out = []
@@ -70,7 +71,8 @@ class _Files:
 
     def __init__(self, sources: list):
         self.paths = dict(sources)
-        self.modules = {project_module(rel)[0]: rel for rel in self.paths}
+        self.module_of = {rel: project_module(rel)[0] for rel in self.paths}
+        self.modules = {module: rel for rel, module in self.module_of.items()}
         self.known = frozenset(self.modules)
         self.tops = frozenset(m.split(".", 1)[0] for m in self.modules)
         self._statements: dict = {}
@@ -78,6 +80,7 @@ class _Files:
         self._guarded: list | None = None
         self._bytes: dict = {}
         self._lines: dict = {}
+        self._places: dict = {}  # (rel, line) -> (importing module, top level, guarded)
         self._entries: dict = {}  # rel -> its import statements (entries)
 
     def entries(self, rel: str) -> list:
@@ -130,10 +133,13 @@ class _Files:
 
     def statement(self, rel: str, line: int, targets: set) -> tuple:
         """(rel, importing module, targets, top level, guarded, line) of the import statement at ``line``."""
-        if rel not in self._lines:
-            self._lines[rel] = self._data(rel).decode("utf-8", "replace").splitlines()
-        top, guarded = _context(self._lines[rel], line - 1)
-        return rel, project_module(rel)[0], targets, top, guarded, line
+        known = self._places.get((rel, line))
+        if known is None:
+            if rel not in self._lines:
+                self._lines[rel] = self._data(rel).decode("utf-8", "replace").splitlines()
+            known = self._places[(rel, line)] = (project_module(rel)[0], *_context(self._lines[rel], line - 1))
+        importer, top, guarded = known
+        return rel, importer, targets, top, guarded, line
 
     def plain_imports(self, module: str) -> list:
         """The project modules ``module``'s file imports at column 0 (at import time, unguarded)."""
@@ -143,7 +149,7 @@ class _Files:
     def importers(self, module: str) -> list:
         """(rel, importing module, the project modules it imports, top level, guarded, line) of each import
         statement that imports ``module`` (or a module below it)."""
-        return [(rel, project_module(rel)[0], targets, True, False, line) if not deep
+        return [(rel, self.module_of[rel], targets, True, False, line) if not deep
                 else self.statement(rel, line, targets) for rel, line, deep, targets in self.index().get(module, ())]
 
 
