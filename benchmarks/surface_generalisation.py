@@ -263,8 +263,7 @@ def score_case(case: dict, gate: Gate) -> dict:
     # while a case may name the call or a base class's def.
     changed = gate.changed(case["repo"], case["fix"])
     on_fix = [f for f in before if f.kind in c.BREAKING and names_case(f, case["symbol"]) and f.path in changed
-              and changed[f.path] & set(range(*_inclusive(gate.span(case["repo"], f"{case['fix']}^", f.path,
-                                                                     f.line))))]
+              and _rewrote(changed[f.path], gate.span(case["repo"], f"{case['fix']}^", f.path, f.line))]
     row["fix_lines"] = ("FOUND" if any(not f.guarded for f in hits + on_fix) else
                         "FOUND-GUARDED" if hits or on_fix else "MISSED")
     row["fix_line_hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded}
@@ -276,8 +275,9 @@ def score_case(case: dict, gate: Gate) -> dict:
     return row
 
 
-def _inclusive(span: tuple[int, int]) -> tuple[int, int]:
-    return span[0], span[1] + 1
+def _rewrote(lines: set, span: tuple[int, int]) -> bool:
+    """The fix rewrote a line of the statement spanning ``span`` (first and last line)."""
+    return any(span[0] <= n <= span[1] for n in lines)
 
 
 def run_cases(set_name: str, gate: Gate) -> list:
@@ -291,21 +291,13 @@ def run_cases(set_name: str, gate: Gate) -> list:
 def recall_by_shape(rows: list) -> dict:
     """Counts per shape of the cases that ran (a case whose snapshot or commit is missing is listed, not counted)."""
     rows = [r for r in rows if r["verdict"] != NOT_RUN]
-    out = {}
-    for shape in (*SHAPES, "other"):
-        mine = [r for r in rows if r.get("shape") == shape]
-        out[shape] = {"cases": len(mine), "found": sum(r["verdict"] == "FOUND" for r in mine),
-                      "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in mine)}
     counted = [r for r in rows if r.get("shape") in SHAPES and r.get("meant_to_see", True)]
-    out["all four"] = {"cases": len(counted), "found": sum(r["verdict"] == "FOUND" for r in counted),
-                       "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in counted)}
     visible = [r for r in counted if r.get("visible", True)]
-    out[VISIBLE] = {"cases": len(visible), "found": sum(r["verdict"] == "FOUND" for r in visible),
-                    "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in visible)}
-    for shape, mine in [*((s, [r for r in rows if r.get("shape") == s]) for s in (*SHAPES, "other")),
-                        ("all four", counted), (VISIBLE, visible)]:
-        out[shape]["found_fix_lines"] = sum(r.get("fix_lines") == "FOUND" for r in mine)
-    return out
+    groups = [*((shape, [r for r in rows if r.get("shape") == shape]) for shape in (*SHAPES, "other")),
+              ("all four", counted), (VISIBLE, visible)]
+    return {name: {"cases": len(mine), "found": sum(r["verdict"] == "FOUND" for r in mine),
+                   "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in mine),
+                   "found_fix_lines": sum(r.get("fix_lines") == "FOUND" for r in mine)} for name, mine in groups}
 
 
 def reviewed(items: list, labels: dict) -> dict:

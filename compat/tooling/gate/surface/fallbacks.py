@@ -46,9 +46,8 @@ def optional_imports(tree: ast.Module, every: list) -> list[Optional]:
     for node, imported in tries:
         scope = max((d for d in defs if d.lineno < node.lineno <= (d.end_lineno or d.lineno)),
                     key=lambda d: d.lineno, default=tree)
-        handlers = [h for h in node.handlers if {"*", "ImportError", "ModuleNotFoundError"} & g.handler_names(h)]
-        if not imported or not handlers or not g.try_catches(node.handlers) & {"*", "ImportError",
-                                                                                 "ModuleNotFoundError"}:
+        handlers = [h for h in node.handlers if g.IMPORT_FAILURES & g.handler_names(h)]
+        if not handlers or not g.try_catches(node.handlers) & g.IMPORT_FAILURES:
             continue
         rebound, off = _handler_bindings(handlers)
         start, end = (1, 10 ** 9) if scope is tree else (scope.lineno, scope.end_lineno or scope.lineno)

@@ -34,6 +34,7 @@ REBOUND = "name the fallback of a try/except ImportError binds again"  # fallbac
 OPTIONAL = "optional import whose availability the file checks"  # fallbacks.py
 
 _CATCH_ALL = {"Exception", "BaseException"}
+IMPORT_FAILURES = frozenset({"*", "ImportError", "ModuleNotFoundError"})  # handler names that catch a failed import
 # Import-availability flags (HAVE_TE, HAS_APEX, _TE_AVAILABLE), not data flags such as has_packed
 # Which exception each failure raises at run time, and what catches it.
 RAISES = {
@@ -268,7 +269,7 @@ def import_flags(tree: ast.Module, every: list | None = None) -> dict[str, Impor
         if not (isinstance(node, ast.Try) or type(node).__name__ == "TryStar"):
             continue
         caught = try_catches(node.handlers)
-        if not caught & {"*", "ImportError", "ModuleNotFoundError"}:
+        if not caught & IMPORT_FAILURES:
             continue
         imports, other = _imported(node.body)
         if not imports and not other:

@@ -515,7 +515,7 @@ class _FileScanner:
             for handler in s.handlers:
                 if handler.type is not None:
                     self.expr(handler.type)
-                fallback = imported and ({"*", "ImportError", "ModuleNotFoundError"} & g.handler_names(handler))
+                fallback = imported and (g.IMPORT_FAILURES & g.handler_names(handler))
                 if fallback:  # runs only where one of the imports above fails on the candidate
                     self.push(g.FALLBACK, s.lineno, imported)
                 self.block(handler.body)

@@ -44,8 +44,8 @@ def mark_swallowed(findings: list, sources: list) -> list:
     if not set(failing) & guarded:  # every guarded import works here
         return findings
     names = set(failing)
-    statements = {(rel, line): (rel, importer, targets & names, guarded_, line) for module in failing
-                  for rel, importer, targets, _top, guarded_, line in files.importers(module)}
+    statements = {(rel, line): (rel, importer, targets & names, under_guard, line) for module in failing
+                  for rel, importer, targets, _top, under_guard, line in files.importers(module)}
     swallowed = _swallowed(failing, list(statements.values()))
     if not swallowed:
         return findings
@@ -75,7 +75,6 @@ class _Files:
         self.modules = {module: rel for rel, module in self.module_of.items()}
         self.known = frozenset(self.modules)
         self.tops = frozenset(m.split(".", 1)[0] for m in self.modules)
-        self._statements: dict = {}
         self._index: dict | None = None
         self._guarded: list | None = None
         self._bytes: dict = {}
@@ -83,10 +82,12 @@ class _Files:
         self._places: dict = {}  # (rel, line) -> (importing module, top level, guarded)
         self._entries: dict = {}  # rel -> its import statements (entries)
 
-    def entries(self, rel: str) -> list:
-        """(line, indented, the project modules it imports) of each import statement of one file."""
+    def entries(self, rel: str, data: bytes | None = None) -> list:
+        """(line, indented, the project modules it imports) of each import statement of one file (``data``: its
+        bytes, when the caller has read them)."""
         if rel not in self._entries:
-            data, module, is_package = self._data(rel), *project_module(rel)
+            data = self._data(rel) if data is None else data
+            module, is_package = project_module(rel)
             found, line, at = [], 1, 0
             for m in _IMPORT_TEXT.finditer(data):
                 line += data.count(b"\n", at, m.start())
@@ -127,7 +128,7 @@ class _Files:
             for rel in self.paths:
                 data = self._data(rel)
                 if b"ImportError" in data or b"ModuleNotFoundError" in data:
-                    self._guarded += [statement for line, deep, targets in self.entries(rel) if deep
+                    self._guarded += [statement for line, deep, targets in self.entries(rel, data) if deep
                                       for statement in (self.statement(rel, line, targets),) if statement[4]]
         return self._guarded
 
@@ -137,7 +138,7 @@ class _Files:
         if known is None:
             if rel not in self._lines:
                 self._lines[rel] = self._data(rel).decode("utf-8", "replace").splitlines()
-            known = self._places[(rel, line)] = (project_module(rel)[0], *_context(self._lines[rel], line - 1))
+            known = self._places[(rel, line)] = (self.module_of[rel], *_context(self._lines[rel], line - 1))
         importer, top, guarded = known
         return rel, importer, targets, top, guarded, line
 
@@ -254,8 +255,9 @@ def _failing(guarded: set, roots: dict, files: _Files) -> dict:
         known[module] = root
         return root
 
-    failing = {m: root for m in sorted(guarded) for root in (fails(m),) if root}
-    failing.update({m: r for m, r in known.items() if r})
+    for module in sorted(guarded):
+        fails(module)
+    failing = {m: r for m, r in known.items() if r}
     if failing:
         failing.update({m: failing[p] for m in files.known if m not in failing
                         for p in _packages(m) if p in failing})
