@@ -301,6 +301,22 @@ def rank():
     assert gate(tmp_path, wheels, files, "0.3.0").findings == []  # where the import works, nothing to say
 
 
+def test_what_a_re_raising_handler_binds_protects_nothing(tmp_path, wheels):
+    # a missing name raises ImportError, which the first handler does not catch; the second leaves the name unbound
+    report = gate(tmp_path, wheels, {"a.py": """
+        try:
+            from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+        except ModuleNotFoundError:
+            get_tensor_and_expert_parallel_rank = lambda: 0  # noqa: E731
+            raise
+        except ImportError:
+            HAVE_EP = False
+        def rank():
+            return get_tensor_and_expert_parallel_rank()
+        """})
+    assert where(report, guarded=False) == {("a.py", 10, c.MISSING_NAME)}  # the import itself is guarded
+
+
 def test_an_optional_import_still_checks_the_calls_where_it_imports(tmp_path, wheels):
     report = gate(tmp_path, wheels, {"a.py": """
         try:
@@ -366,6 +382,11 @@ def test_a_package_that_cannot_import_and_is_imported_only_under_a_guard_never_r
     assert set(guards) == {("pkg/plugin/bridge.py", 2), ("pkg/plugin/layers.py", 4)}
     assert all("pkg/plugin/bridge.py:2" in guard and "pkg/__init__.py:5" in guard for guard in guards.values())
     assert gate(tmp_path / "b", wheels, PLUGIN, "0.3.0").findings == []
+
+
+def test_a_word_in_a_comment_of_an_import_names_no_module(tmp_path, wheels):
+    files = {**PLUGIN, "run.py": "from pkg import (\n    Core,  # the plugin is optional\n)\nCore()\n"}
+    assert where(gate(tmp_path, wheels, files), guarded=False) == set()
 
 
 @pytest.mark.parametrize("extra", [

@@ -46,7 +46,7 @@ def optional_imports(tree: ast.Module, every: list) -> list[Optional]:
     for node, imported in tries:
         scope = max((d for d in defs if d.lineno < node.lineno <= (d.end_lineno or d.lineno)),
                     key=lambda d: d.lineno, default=tree)
-        handlers = [h for h in node.handlers if g.IMPORT_FAILURES & g.handler_names(h)]
+        handlers = [h for h in node.handlers if g.IMPORT_FAILURES & g.handler_names(h) and not g.reraises(h)]
         if not handlers or not g.try_catches(node.handlers) & g.IMPORT_FAILURES:
             continue
         rebound, off = _handler_bindings(handlers)

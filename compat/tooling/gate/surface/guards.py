@@ -62,13 +62,17 @@ def handler_types(node) -> list:
     return [node]
 
 
+def reraises(handler: ast.ExceptHandler) -> bool:
+    """A handler whose last statement raises: it protects nothing, and what it binds is never read after it."""
+    return bool(handler.body) and isinstance(handler.body[-1], ast.Raise)
+
+
 def try_catches(handlers) -> set[str]:
-    """The exceptions a try statement swallows; a handler whose last statement re-raises protects nothing."""
+    """The exceptions a try statement swallows (a handler that re-raises protects nothing)."""
     caught: set[str] = set()
     for handler in handlers:
-        if handler.body and isinstance(handler.body[-1], ast.Raise):
-            continue
-        caught |= handler_names(handler)
+        if not reraises(handler):
+            caught |= handler_names(handler)
     return caught
 
 

@@ -63,6 +63,7 @@ def mark_swallowed(findings: list, sources: list) -> list:
 _IMPORT_TEXT = re.compile(rb"^([ \t]*)(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))",
                           re.M)
 _WORD = re.compile(rb"[A-Za-z_][\w.]*")
+_COMMENT = re.compile(rb"#[^\n]*")  # to the line's end (a parenthesised import spans lines, each may end in one)
 
 
 class _Files:
@@ -206,14 +207,13 @@ def _text_targets(m, module: str, is_package: bool, known: frozenset, tops: froz
     if plain is None and not dots and source.split(b".", 1)[0].decode(errors="replace") not in tops:
         return set()
     if plain is not None:
-        named = [w.decode() for w in _WORD.findall(plain.split(b"#")[0]) if w != b"as"]
+        named = [w.decode() for w in _WORD.findall(_COMMENT.sub(b"", plain)) if w != b"as"]
     else:
         base = module.split(".") if is_package else module.split(".")[:-1]
         level = len(dots)
         base = base[: len(base) - (level - 1)] if level > 1 else base
         absolute = ".".join(([*base] if level else []) + ([source.decode()] if source else []))
-        words = [w.decode() for w in _WORD.findall(names.split(b"#")[0] if b"(" not in names else names)
-                 if w != b"as" and b"." not in w]
+        words = [w.decode() for w in _WORD.findall(_COMMENT.sub(b"", names)) if w != b"as" and b"." not in w]
         named = [absolute] + [f"{absolute}.{w}" for w in words]
     out: set = set()
     for name in named:
