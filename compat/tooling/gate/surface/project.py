@@ -114,8 +114,11 @@ class ProjectScan:
         return None
 
 
-def _is_megatron(name: str | None) -> bool:
-    return bool(name) and (name == "megatron" or name.startswith("megatron."))
+def _is_megatron(name: str | None, own: tuple = ()) -> bool:
+    """A module of the megatron library: not one of the project's own megatron packages (``own``:
+    ``megatron.bridge``), which are project modules like any other (what they import is followed)."""
+    return bool(name) and (name == "megatron" or name.startswith("megatron.")) and not any(
+        name == o or name.startswith(o + ".") for o in own)
 
 
 class _FileScanner:
@@ -145,13 +148,13 @@ class _FileScanner:
         self.forwarded: dict = {}  # functions that pass their **kwargs on to a megatron callee (forwarding.py)
         self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
-                        if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module))
+                        if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, own))
                         for a in s.names}
         top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases),
                                METHOD_LINES: _method_lines(node), FILE: path}
                         for name, node in top.items()}
-        self.factories = file_factories(tree.body, self.defs, _callable, _named_classes(tree, *self.module_of()))
+        self.factories = file_factories(tree.body, self.defs, _callable, _named_classes(tree, *self.module_of(), own))
         self.held: list[dict] = []  # per class: the attributes its __init__ sets to a megatron instance
         self.held_self: list = []  # per function: (the name of self, its class's held attributes) or None
         self.forwarding = False  # inside the targets of ``megatron.f = wrapper`` where wrapper(*args, **kwargs)
@@ -316,12 +319,12 @@ class _FileScanner:
                 elif isinstance(s, ast.Import):
                     for a in s.names:
                         if a.asname:
-                            bind(a.asname, (a.name,) if _is_megatron(a.name) else None, top)
+                            bind(a.asname, (a.name,) if _is_megatron(a.name, self.own) else None, top)
                         else:
                             head = a.name.split(".")[0]
                             bind(head, (head,) if head == "megatron" else None, top)
                 elif isinstance(s, ast.ImportFrom):
-                    megatron = s.level == 0 and _is_megatron(s.module)
+                    megatron = s.level == 0 and _is_megatron(s.module, self.own)
                     source = self.absolute(s)
                     exported = self.exports.get(source) or {}
                     if not megatron:
@@ -496,10 +499,10 @@ class _FileScanner:
     def stmt(self, s) -> None:
         if isinstance(s, ast.Import):
             for a in s.names:
-                if _is_megatron(a.name):
+                if _is_megatron(a.name, self.own):
                     self.record(s, (a.name,), "module")
         elif isinstance(s, ast.ImportFrom):
-            if s.level == 0 and _is_megatron(s.module):
+            if s.level == 0 and _is_megatron(s.module, self.own):
                 self.record(s, (s.module,), "module")
                 for a in s.names:
                     if a.name != "*":
@@ -823,7 +826,7 @@ class _FileScanner:
             for p in probed or ():
                 self.sig_probed[-1].add(p[: -len(".__init__")] if p.endswith(".__init__") else p)
         elif tail in ("import_module", "__import__") and args and isinstance(args[0], ast.Constant) \
-                and _is_megatron(str(args[0].value)):
+                and _is_megatron(str(args[0].value), self.own):
             self.record(e, (str(args[0].value),), "module",
                         via="importlib.import_module" if tail == "import_module" else "__import__")
         elif tail == "partial" and args:
@@ -1194,11 +1197,11 @@ def _absolute(s: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join(base + ([s.module] if s.module else []))
 
 
-def _named_classes(tree: ast.Module, module: str, is_package: bool) -> dict:
+def _named_classes(tree: ast.Module, module: str, is_package: bool, own: tuple = ()) -> dict:
     """name -> "module.Name" of what may be a project class at a module's top: its classes and its
     ``from X import Name`` names (whether one is a project class is known once every file is scanned)."""
     found = {a.asname or a.name: f"{_absolute(s, module, is_package)}.{a.name}" for s in statements(tree.body)
-             if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module)) for a in s.names}
+             if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, own)) for a in s.names}
     found.update({node.name: f"{module}.{node.name}" for node in tree.body if isinstance(node, ast.ClassDef)})
     return found
 
@@ -1274,6 +1277,17 @@ def own_packages(relpaths) -> tuple:
     return tuple(sorted(own))
 
 
+_MEGATRON_WORD = re.compile(rb"(?<![\w.])megatron(?!\w)(?:\s*\.\s*(\w+))?")
+
+
+def names_megatron(data: bytes, own_heads: set[bytes]) -> bool:
+    """Whether a file's bytes name the megatron library: the word ``megatron``, not inside a longer name
+    (``megatron_patch``), not an attribute or submodule of something else (``swift.megatron``), and not the head of
+    a package the project provides itself (``megatron.bridge``: ``own_heads`` holds ``bridge``). Only such files
+    are read in the first round; the rest are reached through what the project's modules export."""
+    return b"megatron" in data and any(match.group(1) not in own_heads for match in _MEGATRON_WORD.finditer(data))
+
+
 _FROM_IMPORT = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import")  # at a line start: line_starts.py
 _REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
 
@@ -1327,6 +1341,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
+    own_heads = {package.partition(".")[2].encode() for package in own}
     scan = ProjectScan(str(root), own_packages=list(own), sources=files)
     store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
@@ -1340,12 +1355,24 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
     forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
+    def needs_scan(rel: str, data: bytes, with_exports: dict) -> bool:
+        done = per_file.get(rel)
+        return done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports)
+
+    def in_workers(batch: list, with_exports: dict) -> dict:
+        """rel -> the scan of each of ``batch``'s (rel, data) that needs one, made in worker processes where that
+        pays (the rest: scanned by scan_one, one after another)."""
+        return _scans_in_workers([(rel, data) for rel, data in batch if needs_scan(rel, data, with_exports)],
+                                 own, store, with_exports)
+
     def scan_one(rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
         published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
         done = per_file.get(rel)
-        if done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports):
+        if needs_scan(rel, data, with_exports):
+            if isinstance(fresh, FileScan) and fresh.view != view_of(fresh.asked, with_exports):
+                fresh = None  # made in a worker with exports that a file scanned since has changed for it
             try:
                 done = _scan_file(rel, data, own, with_exports, store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
@@ -1376,29 +1403,33 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
         if imported:
             importers[rel] = (data, imported)
-        if b"megatron" in data:
+        if names_megatron(data, own_heads):
             first.append((rel, data, len(scan.skipped)))
-    fresh = _first_round_in_workers(first, own, store)
+    fresh = in_workers([(rel, data) for rel, data, _skipped in first], {})
     read_skips, scan.skipped, replayed = scan.skipped, [], 0
-    for (rel, data, skipped_before), result in zip(first, fresh):
+    for rel, data, skipped_before in first:
         scan.skipped += read_skips[replayed:skipped_before]
         replayed = skipped_before
-        scan_one(rel, data, {}, result)
+        scan_one(rel, data, {}, fresh.get(rel))
     scan.skipped += read_skips[replayed:]
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
+        batch = []
         for rel, (data, imported) in importers.items():
             names = {name for module in imported & changed for name in exports[module]}
             if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
-                now |= scan_one(rel, data, exports)
+                batch.append((rel, data))
+        fresh = in_workers(batch, exports)
+        for rel, data in batch:
+            now |= scan_one(rel, data, exports, fresh.get(rel))
         changed = now
         if not changed:
             break
     spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
     searched: set[bytes] = set()  # the names every file not in spelled was searched for
     data_of = {rel: data for rel, data, _skipped in first} | {rel: data for rel, (data, _imported) in importers.items()}
-    reexports = _Reexports(names_of, data_of.get)
+    reexports = _Reexports(names_of, data_of.get, own)
     for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
         # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method, or
         # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
@@ -1411,8 +1442,10 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                                                          forwarder_classes and not method.startswith("__")}))}
         below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
         used = closed | below
-        for rel in [rel for rel in per_file if bases_of.get(rel, set()) & below]:
-            scan_one(rel, data_of[rel], exports)  # read again where it was read before those words were known
+        again = [(rel, data_of[rel]) for rel in per_file if bases_of.get(rel, set()) & below]
+        fresh = in_workers(again, exports)
+        for rel, data in again:  # read again where it was read before those words were known
+            scan_one(rel, data, exports, fresh.get(rel))
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
             # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
@@ -1425,8 +1458,9 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
+        fresh = in_workers(more, exports)
         for rel, data in more:
-            scan_one(rel, data, exports)
+            scan_one(rel, data, exports, fresh.get(rel))
         if not more:
             break
     reexports.resolve(scan.classes)
@@ -1479,8 +1513,8 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             tree = parse_source(data, rel) if data is not None else None
         except CandidateError:
             continue
-        found = file_factories(tree.body, _module_functions(tree.body), _callable,
-                               _named_classes(tree, *project_module(rel))) if tree is not None else {}
+        found = file_factories(tree.body, _module_functions(tree.body), _callable, _named_classes(
+            tree, *project_module(rel), tuple(scan.own_packages))) if tree is not None else {}
         for module in names_of[rel]:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
 
@@ -1497,13 +1531,13 @@ class _Reexports:
     ``pkg/core/__init__.py`` has ``from .bridge import Bridge``): the key of the module that defines the class, a
     few links deep. A module is read (bounded, parsed once) only when a base names a class through it."""
 
-    def __init__(self, names_of: dict, data_of):
+    def __init__(self, names_of: dict, data_of, own: tuple):
         owners: dict[str, set] = {}
         for rel, names in names_of.items():
             for name in names:
                 owners.setdefault(name, set()).add(rel)
         self.file_of = {name: next(iter(rels)) for name, rels in owners.items() if len(rels) == 1}
-        self.data_of = data_of
+        self.data_of, self.own = data_of, own
         self.named: dict[str, dict] = {}  # rel -> _named_classes of it ({} when it cannot be read)
 
     def follow(self, key: str, classes: dict) -> str | None:
@@ -1520,7 +1554,7 @@ class _Reexports:
                     tree = parse_source(data, rel) if data is not None else None
                 except CandidateError:
                     tree = None
-                self.named[rel] = _named_classes(tree, *project_module(rel)) if tree is not None else {}
+                self.named[rel] = _named_classes(tree, *project_module(rel), self.own) if tree is not None else {}
             found = self.named[rel].get(name)
             if found is None or found == key:
                 return None
@@ -1567,22 +1601,28 @@ def _new_scan(rel: str, data: bytes, own: tuple, exports: dict) -> FileScan:
                     view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
 
 
+_WORKER_EXPORTS: dict = {}  # the exports of the batch being scanned, for forked workers to inherit (not pickled)
+
+
 def _new_scan_or_error(rel: str, data: bytes, own: tuple) -> FileScan | CandidateError:
-    """A worker process's job: one file of the first round (no exports), or the CandidateError it raises."""
+    """A worker process's job: one file's scan with the batch's exports, or the CandidateError it raises."""
     try:
-        return _new_scan(rel, data, own, {})
+        return _new_scan(rel, data, own, _WORKER_EXPORTS)
     except CandidateError as exc:
         return exc
 
 
-def _first_round_in_workers(first: list, own: tuple, store: ScanCache) -> list:
-    """Per file of the first round: its scan made in a worker process, or None (cached, or scanned here, later:
-    pool.py decides whether workers pay)."""
-    jobs = [(index, rel, data) for index, (rel, data, _skipped) in enumerate(first)
-            if store.get(store.key(rel, own, data), {}) is None]
-    made = map_in_workers(_new_scan_or_error, [(rel, data, own) for _index, rel, data in jobs],
-                          [len(data) for _index, _rel, data in jobs]) if len(jobs) > 1 else None
-    fresh: list = [None] * len(first)
-    for (index, _rel, _data), result in zip(jobs, made or ()):
-        fresh[index] = result
-    return fresh
+def _scans_in_workers(batch: list, own: tuple, store: ScanCache, exports: dict) -> dict:
+    """rel -> the scan of each (rel, data) of ``batch`` not cached with ``exports``, made in worker processes; {}
+    where pool.py finds that workers do not pay."""
+    global _WORKER_EXPORTS
+    jobs = [(rel, data) for rel, data in batch if store.get(store.key(rel, own, data), exports) is None]
+    if len(jobs) < 2:
+        return {}
+    _WORKER_EXPORTS = exports
+    try:
+        made = map_in_workers(_new_scan_or_error, [(rel, data, own) for rel, data in jobs],
+                              [len(data) for _rel, data in jobs])
+    finally:
+        _WORKER_EXPORTS = {}
+    return {rel: result for (rel, _data), result in zip(jobs, made or ())}
