@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat.tooling.gate.surface.swallowed import _context
+from compat.tooling.gate.surface.swallowed import _context, _import_statements
 
 SOURCE = """import os
 try:
@@ -51,3 +51,9 @@ async def run():
 def test_an_import_statements_place_is_read_off_the_lines_above(name, top, guarded):
     (index,) = [i for i, line in enumerate(SOURCE) if line.strip().endswith(f"import {name}")]
     assert _context(SOURCE, index) == (top, guarded)
+
+
+def test_import_statements_are_found_from_their_first_word_in_order():
+    text = b"from a import (b,\n    c)  # import x\nimport d as e, f\n    from .g import h\nimportant = 1\nfrom_x = 2\n"
+    found = [(m.group(0).split()[0], indented) for m, indented in _import_statements(text)]
+    assert found == [(b"from", False), (b"import", False), (b"from", True)]

@@ -1277,17 +1277,6 @@ def own_packages(relpaths) -> tuple:
     return tuple(sorted(own))
 
 
-_MEGATRON_WORD = re.compile(rb"(?<![\w.])megatron(?!\w)(?:\s*\.\s*(\w+))?")
-
-
-def names_megatron(data: bytes, own_heads: set[bytes]) -> bool:
-    """Whether a file's bytes name the megatron library: the word ``megatron``, not inside a longer name
-    (``megatron_patch``), not an attribute or submodule of something else (``swift.megatron``), and not the head of
-    a package the project provides itself (``megatron.bridge``: ``own_heads`` holds ``bridge``). Only such files
-    are read in the first round; the rest are reached through what the project's modules export."""
-    return b"megatron" in data and any(match.group(1) not in own_heads for match in _MEGATRON_WORD.finditer(data))
-
-
 _FROM_IMPORT = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import")  # at a line start: line_starts.py
 _REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
 
@@ -1341,7 +1330,6 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         raise ProjectError(f"project {str(root)!r} is not a directory")
     files = list(_python_files(root))
     own = own_packages(rel for rel, _ in files)
-    own_heads = {package.partition(".")[2].encode() for package in own}
     scan = ProjectScan(str(root), own_packages=list(own), sources=files)
     store = ScanCache.open(root) if cache else ScanCache(None, None, None)
     names_of = {rel: _module_names(rel) for rel, _ in files}
@@ -1355,24 +1343,12 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
     forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
 
-    def needs_scan(rel: str, data: bytes, with_exports: dict) -> bool:
-        done = per_file.get(rel)
-        return done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports)
-
-    def in_workers(batch: list, with_exports: dict) -> dict:
-        """rel -> the scan of each of ``batch``'s (rel, data) that needs one, made in worker processes where that
-        pays (the rest: scanned by scan_one, one after another)."""
-        return _scans_in_workers([(rel, data) for rel, data in batch if needs_scan(rel, data, with_exports)],
-                                 own, store, with_exports)
-
     def scan_one(rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
         published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
         done = per_file.get(rel)
-        if needs_scan(rel, data, with_exports):
-            if isinstance(fresh, FileScan) and fresh.view != view_of(fresh.asked, with_exports):
-                fresh = None  # made in a worker with exports that a file scanned since has changed for it
+        if done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports):
             try:
                 done = _scan_file(rel, data, own, with_exports, store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
@@ -1403,26 +1379,22 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
         if imported:
             importers[rel] = (data, imported)
-        if names_megatron(data, own_heads):
+        if b"megatron" in data:
             first.append((rel, data, len(scan.skipped)))
-    fresh = in_workers([(rel, data) for rel, data, _skipped in first], {})
+    fresh = _first_round_in_workers(first, own, store)
     read_skips, scan.skipped, replayed = scan.skipped, [], 0
-    for rel, data, skipped_before in first:
+    for (rel, data, skipped_before), result in zip(first, fresh):
         scan.skipped += read_skips[replayed:skipped_before]
         replayed = skipped_before
-        scan_one(rel, data, {}, fresh.get(rel))
+        scan_one(rel, data, {}, result)
     scan.skipped += read_skips[replayed:]
     changed = set(exports)
     for _round in range(_REEXPORT_ROUNDS):
         now: set = set()
-        batch = []
         for rel, (data, imported) in importers.items():
             names = {name for module in imported & changed for name in exports[module]}
             if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
-                batch.append((rel, data))
-        fresh = in_workers(batch, exports)
-        for rel, data in batch:
-            now |= scan_one(rel, data, exports, fresh.get(rel))
+                now |= scan_one(rel, data, exports)
         changed = now
         if not changed:
             break
@@ -1442,10 +1414,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
                                                          forwarder_classes and not method.startswith("__")}))}
         below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
         used = closed | below
-        again = [(rel, data_of[rel]) for rel in per_file if bases_of.get(rel, set()) & below]
-        fresh = in_workers(again, exports)
-        for rel, data in again:  # read again where it was read before those words were known
-            scan_one(rel, data, exports, fresh.get(rel))
+        for rel in [rel for rel in per_file if bases_of.get(rel, set()) & below]:
+            scan_one(rel, data_of[rel], exports)  # read again where it was read before those words were known
         wanted = {name.encode() for name in used}
         if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
             # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
@@ -1458,9 +1428,8 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
         more = [(rel, data) for rel, (data, _imported) in importers.items()
                 if rel not in per_file and rel not in unparsed
                 and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
-        fresh = in_workers(more, exports)
         for rel, data in more:
-            scan_one(rel, data, exports, fresh.get(rel))
+            scan_one(rel, data, exports)
         if not more:
             break
     reexports.resolve(scan.classes)
@@ -1601,28 +1570,22 @@ def _new_scan(rel: str, data: bytes, own: tuple, exports: dict) -> FileScan:
                     view_of(scanner.asked, exports), scanner.classes, scanner.forwarded, scanner.factories)
 
 
-_WORKER_EXPORTS: dict = {}  # the exports of the batch being scanned, for forked workers to inherit (not pickled)
-
-
 def _new_scan_or_error(rel: str, data: bytes, own: tuple) -> FileScan | CandidateError:
-    """A worker process's job: one file's scan with the batch's exports, or the CandidateError it raises."""
+    """A worker process's job: one file of the first round (no exports), or the CandidateError it raises."""
     try:
-        return _new_scan(rel, data, own, _WORKER_EXPORTS)
+        return _new_scan(rel, data, own, {})
     except CandidateError as exc:
         return exc
 
 
-def _scans_in_workers(batch: list, own: tuple, store: ScanCache, exports: dict) -> dict:
-    """rel -> the scan of each (rel, data) of ``batch`` not cached with ``exports``, made in worker processes; {}
-    where pool.py finds that workers do not pay."""
-    global _WORKER_EXPORTS
-    jobs = [(rel, data) for rel, data in batch if store.get(store.key(rel, own, data), exports) is None]
-    if len(jobs) < 2:
-        return {}
-    _WORKER_EXPORTS = exports
-    try:
-        made = map_in_workers(_new_scan_or_error, [(rel, data, own) for rel, data in jobs],
-                              [len(data) for _rel, data in jobs])
-    finally:
-        _WORKER_EXPORTS = {}
-    return {rel: result for (rel, _data), result in zip(jobs, made or ())}
+def _first_round_in_workers(first: list, own: tuple, store: ScanCache) -> list:
+    """Per file of the first round: its scan made in a worker process, or None (cached, or scanned here, later:
+    pool.py decides whether workers pay)."""
+    jobs = [(index, rel, data) for index, (rel, data, _skipped) in enumerate(first)
+            if store.get(store.key(rel, own, data), {}) is None]
+    made = map_in_workers(_new_scan_or_error, [(rel, data, own) for _index, rel, data in jobs],
+                          [len(data) for _index, _rel, data in jobs]) if len(jobs) > 1 else None
+    fresh: list = [None] * len(first)
+    for (index, _rel, _data), result in zip(jobs, made or ()):
+        fresh[index] = result
+    return fresh

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ...archive import read_file
 from ....errors import CompatError
+from .line_starts import line_start_matches
 from .project import MAX_FILE_BYTES, project_module
 
 SWALLOWED = "module that does not import here"
@@ -60,8 +61,8 @@ def mark_swallowed(findings: list, sources: list) -> list:
     return out
 
 
-_IMPORT_TEXT = re.compile(rb"^([ \t]*)(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))",
-                          re.M)
+_FROM_TEXT = re.compile(rb"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)")
+_PLAIN_TEXT = re.compile(rb"import[ \t]+([^\n]*)")
 _WORD = re.compile(rb"[A-Za-z_][\w.]*")
 _COMMENT = re.compile(rb"#[^\n]*")  # to the line's end (a parenthesised import spans lines, each may end in one)
 
@@ -90,13 +91,13 @@ class _Files:
             data = self._data(rel) if data is None else data
             module, is_package = project_module(rel)
             found, line, at = [], 1, 0
-            for m in _IMPORT_TEXT.finditer(data):
+            for m, indented in _import_statements(data):
                 line += data.count(b"\n", at, m.start())
                 at = m.start()
                 targets = _text_targets(m, module, is_package, self.known, self.tops)
                 if targets:
-                    found.append((line, bool(m.group(1)), targets))
-                    if m.group(1):
+                    found.append((line, indented, targets))
+                    if indented:
                         self._bytes[rel] = data
             self._entries[rel] = found
         return self._entries[rel]
@@ -200,10 +201,22 @@ def _try_catches_import(lines: list, at: int, indent: int) -> bool:
     return False
 
 
+def _import_statements(data: bytes):
+    """(match, indented) of each ``from X import ...`` (groups: dots, module, names) and ``import ...`` (group:
+    names) statement that starts a line but for spaces and tabs, in order, none inside another's text."""
+    found = sorted([*line_start_matches(data, b"from", _FROM_TEXT), *line_start_matches(data, b"import", _PLAIN_TEXT)],
+                   key=lambda m: m.start())
+    end = -1
+    for m in found:
+        if m.start() >= end:  # ``import`` inside a ``from ... import`` is that statement's
+            end = m.end()
+            yield m, m.start() > 0 and data[m.start() - 1] in b" \t"
+
+
 def _text_targets(m, module: str, is_package: bool, known: frozenset, tops: frozenset) -> set:
     """The project modules an import statement's text names (its module, its packages, imported submodules);
     ``tops``: the first part of every project module (an absolute import of anything else names none)."""
-    _indent, dots, source, names, plain = m.groups()
+    dots, source, names, plain = (*m.groups(), None) if m.re is _FROM_TEXT else (None, None, None, m.group(1))
     if plain is None and not dots and source.split(b".", 1)[0].decode(errors="replace") not in tops:
         return set()
     if plain is not None:
