@@ -494,6 +494,13 @@ def test_names_re_exported_through_the_projects_own_megatron_package_are_followe
         ("src/megatron/bridge/train.py", 2, "megatron.core.parallel_state.never_existed")}
 
 
+def test_a_package_the_against_wheel_does_not_ship_hides_no_failure(tmp_path, releases):
+    project = make_project(tmp_path / "proj", {"a.py": "from megatron.training.arguments import gone_in_new\n"})
+    report = surface_gate(str(releases["0.2.0"]), project, against=str(releases["0.1.0"]))
+    assert [(f.kind, f.on_against) for f in report.findings] == [(c.MISSING_NAME, False)]  # 0.1.0 does not know it
+    assert report.exit_code == 1
+
+
 def test_against_separates_failures_that_already_exist(tmp_path, releases):
     project = make_project(tmp_path / "proj", {"a.py": """
         from megatron.core.enums import ModelType
