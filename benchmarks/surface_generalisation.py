@@ -5,7 +5,7 @@ The split was written into ``benchmarks/results/surface_study.md`` before the ga
 set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
-    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|both]
+    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|held-out|both|all]
     python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
 
 Recall cases: ``benchmarks/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
@@ -64,11 +64,22 @@ SETS["evaluation"].update({
     "bionemo-framework": ("NVIDIA/bionemo-framework", "3a9d005bf"), "FlagScale": ("FlagOpen/FlagScale", "da4935ec6"),
     "miles": ("radixark/miles", "31f1ca961"), "accelerate": ("huggingface/accelerate", "16cb6eb80"),
     "SkyRL": ("NovaSky-AI/SkyRL", "a9564572e")})
+# Session 8 (2026-12-03 06:40 UTC): a held-out set, chosen before any run of the gate on it, from downstream users
+# no study here had fetched or read (Huawei's Ascend stack, which runs Megatron-LM core_v0.12.1 by its READMEs). Run
+# once, on the session's final code; its figures are reported apart and no gate change is made from them.
+SETS["held-out"] = {"MindSpeed-LLM": ("Ascend/MindSpeed-LLM", "c77308a1"),
+                    "MindSpeed-MM": ("Ascend/MindSpeed-MM", "57069cd5"),
+                    "MindSpeed": ("Ascend/MindSpeed", "028de58c"),
+                    "MindSpeed-RL": ("Ascend/MindSpeed-RL", "05a90d7")}
 # Releases each project is gated against: the pin it declares (AReaL: 0.17.0) and the newest release; projects
 # without a megatron-core pin (they follow Megatron-LM main or a submodule) against three recent releases.
 RELEASES = {"AReaL": ["0.17.0", "0.19.2"],
+            **{name: ["0.12.1", "0.15.3", "0.19.2"] for name in SETS["held-out"]},  # the pin, then two upgrades
             "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
 DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
+# The release a project declares it runs on (its install docs), where it has one: a finding that fails there too is
+# what ``compat gate CANDIDATE --against PIN`` sets apart from the candidate's own breaks.
+PINS = {"AReaL": "0.17.0", **{name: "0.12.1" for name in SETS["held-out"]}}
 # Breaks fixed in the projects' history, one JSON list per set (benchmarks/surface_recall_cases/README.md); the
 # evaluation file is mined blind by another hand and may be absent.
 CASES_DIR = ROOT / "benchmarks" / "surface_recall_cases"
@@ -311,6 +322,17 @@ def reviewed(items: list, labels: dict) -> dict:
     return {"counts": counts, "false_alarm_share": round(counts["false"] / done, 3) if done else None}
 
 
+def against_pin(items: list) -> dict:
+    """Verdict counts of the sampled findings of projects with a declared pin (PINS), split by whether the finding
+    fails on the pin too (``--against PIN`` sets those apart) or only on a newer release."""
+    split: dict = {"on the pin too": {"true": 0, "false": 0}, "new against the pin": {"true": 0, "false": 0}}
+    for item in items:
+        pin = PINS.get(item["project"])
+        if pin and item.get("verdict") in ("true", "false"):
+            split["on the pin too" if pin in item["releases"] else "new against the pin"][item["verdict"]] += 1
+    return split
+
+
 def recall_markdown(rows: list, reasons: dict) -> list:
     if not rows:
         return ["", "Recall: no cases for this set (its file in benchmarks/surface_recall_cases/ is absent or empty)."]
@@ -366,8 +388,14 @@ def markdown(result: dict, reasons: dict) -> str:
                   f"project's findings ranked by a hash of path, line, name and kind; up to {SAMPLE_PER_PROJECT} per "
                   f"project, then on until the set has {SAMPLE_MIN}) of {data['unguarded_unique']} unique; true {rv['counts']['true']}, false "
                   f"{rv['counts']['false']}, unreviewed {rv['counts']['unreviewed']}: false-alarm share "
-                  f"{rv['false_alarm_share']}.", "",
-                  "| project | where | finding | releases | verdict | why |", "|---|---|---|---|---|---|"]
+                  f"{rv['false_alarm_share']}."]
+        pinned = against_pin(data["sample"])
+        if any(sum(c.values()) for c in pinned.values()):
+            lines += ["", "Of those from projects with a declared pin (" + ", ".join(
+                f"{p} {v}" for p, v in PINS.items() if any(x["project"] == p for x in data["sample"])) + "): " +
+                "; ".join(f"{part}: true {c['true']}, false {c['false']}" for part, c in pinned.items()) +
+                " (a finding that fails on the pin too is set apart by `--against PIN`)."]
+        lines += ["", "| project | where | finding | releases | verdict | why |", "|---|---|---|---|---|---|"]
         for s in data["sample"]:
             lines.append(f"| {s['project']} | `{s['path']}:{s['line']}` | {s['kind']} `{s['name']}` | "
                          f"{', '.join(s['releases'])} | {s['verdict']} | {s['why']} |")
@@ -379,7 +407,8 @@ def markdown(result: dict, reasons: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--set", choices=["development", "evaluation", "both"], default="both")
+    parser.add_argument("--set", choices=[*SETS, "both", "all"], default="both",
+                        help="both: development and evaluation; all: every set")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--relabel", action="store_true",
                         help="only apply the hand labels to the stored samples and rewrite the markdown")
@@ -393,7 +422,7 @@ def main() -> int:
     for data in result["sets"].values():  # rows of the former in-script CASES carry no verdict: score them again
         if any("verdict" not in row for row in data.get("recall", [])):
             data["recall"] = []
-    picked = list(SETS) if args.set == "both" else [args.set]
+    picked = {"both": ["development", "evaluation"], "all": list(SETS)}.get(args.set, [args.set])
     chosen = [] if args.relabel or args.recall_only else picked
     recall_sets = picked if args.recall_only else []
     for set_name, data in result["sets"].items() if args.relabel else ():
