@@ -71,15 +71,16 @@ SETS["held-out"] = {"MindSpeed-LLM": ("Ascend/MindSpeed-LLM", "c77308a1"),
                     "MindSpeed-MM": ("Ascend/MindSpeed-MM", "57069cd5"),
                     "MindSpeed": ("Ascend/MindSpeed", "028de58c"),
                     "MindSpeed-RL": ("Ascend/MindSpeed-RL", "05a90d7")}
-# Releases each project is gated against: the pin it declares (AReaL: 0.17.0) and the newest release; projects
-# without a megatron-core pin (they follow Megatron-LM main or a submodule) against three recent releases.
-RELEASES = {"AReaL": ["0.17.0", "0.19.2"],
-            **{name: ["0.12.1", "0.15.3", "0.19.2"] for name in SETS["held-out"]},  # the pin, then two upgrades
-            "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
-DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
 # The release a project declares it runs on (its install docs), where it has one: a finding that fails there too is
 # what ``compat gate CANDIDATE --against PIN`` sets apart from the candidate's own breaks.
 PINS = {"AReaL": "0.17.0", **{name: "0.12.1" for name in SETS["held-out"]}}
+# Releases each project is gated against: the pin it declares and the newest release (the held-out set: the pin,
+# then two upgrades); projects without a megatron-core pin (they follow Megatron-LM main or a submodule) against
+# three recent releases.
+RELEASES = {"AReaL": [PINS["AReaL"], "0.19.2"],
+            **{name: [PINS[name], "0.15.3", "0.19.2"] for name in SETS["held-out"]},
+            "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
+DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
 # Breaks fixed in the projects' history, one JSON list per set (benchmarks/surface_recall_cases/README.md); the
 # evaluation file is mined blind by another hand and may be absent.
 CASES_DIR = ROOT / "benchmarks" / "surface_recall_cases"

@@ -114,11 +114,15 @@ class ProjectScan:
         return None
 
 
+def _owned(name: str, own: tuple) -> bool:
+    """``name`` is in one of the project's own megatron packages (``own``: ``megatron.bridge``)."""
+    return any(name == o or name.startswith(o + ".") for o in own)
+
+
 def _is_megatron(name: str | None, own: tuple = ()) -> bool:
-    """A module of the megatron library: not one of the project's own megatron packages (``own``:
-    ``megatron.bridge``), which are project modules like any other (what they import is followed)."""
-    return bool(name) and (name == "megatron" or name.startswith("megatron.")) and not any(
-        name == o or name.startswith(o + ".") for o in own)
+    """A module of the megatron library: not one of the project's own megatron packages, which are project modules
+    like any other (what they import is followed)."""
+    return bool(name) and (name == "megatron" or name.startswith("megatron.")) and not _owned(name, own)
 
 
 class _FileScanner:
@@ -381,7 +385,7 @@ class _FileScanner:
 
     # ---- recording -----------------------------------------------------------------------------------------
     def record(self, node, paths, how: str, **extra) -> None:
-        paths = tuple(p for p in paths if not any(p == o or p.startswith(o + ".") for o in self.own))
+        paths = tuple(p for p in paths if not _owned(p, self.own))
         if not paths:
             return
         guards = tuple(self.guards)
