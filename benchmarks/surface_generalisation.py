@@ -5,7 +5,7 @@ The split was written into ``benchmarks/results/surface_study.md`` before the ga
 set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
-    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|held-out|both|all]
+    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|held-out|held-out-2|both|all]
     python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
 
 Recall cases: ``benchmarks/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
@@ -71,14 +71,23 @@ SETS["held-out"] = {"MindSpeed-LLM": ("Ascend/MindSpeed-LLM", "c77308a1"),
                     "MindSpeed-MM": ("Ascend/MindSpeed-MM", "57069cd5"),
                     "MindSpeed": ("Ascend/MindSpeed", "028de58c"),
                     "MindSpeed-RL": ("Ascend/MindSpeed-RL", "05a90d7")}
+# Session 9 (2026-12-03 15:56 UTC): a second held-out set, chosen the same way before any code changed that session
+# (the first one became development data: that session's change was built from its misses). Their pins are the
+# megatron-core their requirements.txt / pyproject.toml name; twinkle names none.
+SETS["held-out-2"] = {"cosmos-predict1": ("nvidia-cosmos/cosmos-predict1", "4ed35faaf"),
+                      "cosmos-transfer1": ("nvidia-cosmos/cosmos-transfer1", "5005e823d"),
+                      "cosmos-predict2": ("nvidia-cosmos/cosmos-predict2", "661da4774"),
+                      "twinkle": ("modelscope/twinkle", "1a1d8845d")}
 # The release a project declares it runs on (its install docs), where it has one: a finding that fails there too is
 # what ``compat gate CANDIDATE --against PIN`` sets apart from the candidate's own breaks.
-PINS = {"AReaL": "0.17.0", **{name: "0.12.1" for name in SETS["held-out"]}}
+PINS = {"AReaL": "0.17.0", **{name: "0.12.1" for name in SETS["held-out"]}, "cosmos-predict1": "0.10.0",
+        "cosmos-transfer1": "0.10.0", "cosmos-predict2": "0.12.1"}
 # Releases each project is gated against: the pin it declares and the newest release (the held-out set: the pin,
 # then two upgrades); projects without a megatron-core pin (they follow Megatron-LM main or a submodule) against
 # three recent releases.
 RELEASES = {"AReaL": [PINS["AReaL"], "0.19.2"],
             **{name: [PINS[name], "0.15.3", "0.19.2"] for name in SETS["held-out"]},
+            **{name: [PINS[name], "0.15.3", "0.19.2"] for name in SETS["held-out-2"] if name in PINS},
             "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
 DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
 # Breaks fixed in the projects' history, one JSON list per set (benchmarks/surface_recall_cases/README.md); the

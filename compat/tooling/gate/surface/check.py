@@ -260,7 +260,7 @@ def check(scan, surface: Surface) -> list[Finding]:
     assigned = _Names(scan.sets)
     names = ProjectNames(getattr(scan, "sources", []), scan.classes)
     for use in sorted(scan.uses, key=lambda u: (u.path, u.line, u.how != "module", u.how != "import")):
-        if use.how in ("override", "spec") or use.via == SELF_ATTRIBUTE:
+        if use.how in ("override", "spec", "replacement") or use.via == SELF_ATTRIBUTE:
             continue  # the class contract: overrides.py
         if use.via in (PROJECT_CLASS, PROJECT_CALL):
             continue  # a project class scan_project did not turn into its megatron bases (one file's scan)

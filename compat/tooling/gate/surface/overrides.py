@@ -32,8 +32,10 @@ from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, 
                     VARKW, parse_signature)
 
 
-def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None:
-    """The base method's parameters without ``self``; None when the base has no such method (a new one)."""
+def _method_sig(surface: Surface, name: str, alternatives: tuple, kinds: tuple = ("m", "f")) -> dict | None:
+    """The base method's parameters without ``self``; None when the base has no such method (a new one).
+    ``kinds``: the functions that count (a subclass's static method is not what megatron calls; a replacement
+    of one is: megatron's ``Function.apply`` runs whatever its ``forward`` is)."""
     for candidate in (name,) + tuple(alternatives):
         owner, _, method = candidate.rpartition(".")
         if method == "__init__":  # dunders resolve opaque; the class's constructor signature is known
@@ -44,7 +46,7 @@ def _method_sig(surface: Surface, name: str, alternatives: tuple) -> dict | None
                 return sig
             continue
         res = surface.resolve(candidate)
-        functions = [t for t in res.targets if t.kind == "function" and t.how in ("m", "f")] if res.ok else []
+        functions = [t for t in res.targets if t.kind == "function" and t.how in kinds] if res.ok else []
         if functions:
             sig = parse_signature(functions[0].sig)
             return {**sig, PARAMS: sig[PARAMS][1:] if sig[PARAMS] and sig[PARAMS][0][1] in (0, 1) else sig[PARAMS]}
@@ -56,33 +58,58 @@ def _takes(sig: dict, name: str) -> bool:
 
 
 def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Finding]:
+    """Overrides and replacements (a project function put in a megatron callable's place) against the candidate's
+    signature of what they stand in for."""
     findings = []
     for use in scan.uses:
-        if use.how != "override":
+        if use.how == "override":
+            mine = parse_signature(use.sig)
+            findings += _signature_findings(use, {**mine, PARAMS: mine[PARAMS][1:]}, surface, previous,
+                                            (use.path, use.line), "this override", None)
+        elif use.how == "replacement":
+            for _slot, function, sig, where in use.callables:
+                if not sig:
+                    continue
+                path, line = where or (use.path, use.line)
+                site = f" at {use.path}:{use.line}" if (path, line) != (use.path, use.line) else ""
+                mine = parse_signature(sig)
+                if mine[PARAMS] and mine[PARAMS][0][1] in (0, 1):  # self, ctx or the first positional: as the base
+                    mine = {**mine, PARAMS: mine[PARAMS][1:]}
+                findings += _signature_findings(use, mine, surface, previous, (path, line),
+                                                f"{function}, which replaces it{site},", _branch_guard(use, surface))
+    return findings
+
+
+def _signature_findings(use, mine: dict, surface: Surface, previous: Surface | None, where: tuple, what: str,
+                        branch: str | None) -> list[Finding]:
+    """``mine`` (a signature, its first positional parameter dropped as the base's is) against the candidate's
+    ``use.name``: a new base parameter it cannot take, a parameter it requires that the base dropped."""
+    kinds = ("m", "f", "s") if use.how == "replacement" else ("m", "f")
+    base = _method_sig(surface, use.name, use.alternatives, kinds)
+    if base is None or base[VARKW] or base[VARARGS]:
+        return []  # not an override, or a base that forwards anything (its callers' keywords are unknown)
+    old = _method_sig(previous, use.name, use.alternatives, kinds) if previous is not None else None
+    old_names = {p[0] for p in old[PARAMS]} if old else None
+    path, line = where
+    how = "replacement" if use.how == "replacement" else "override"
+    guard = (f"it takes *args (line {line})" if how == "replacement" else f"the override takes *args (line {line})") \
+        if mine[VARARGS] else branch
+    owner = f"the candidate's {use.name.rsplit('.', 1)[-1]}" if how == "replacement" else "the candidate's base"
+    findings = []
+    for name, kind, has_default in base[PARAMS]:
+        if kind == 0 or _takes(mine, name):
             continue
-        base = _method_sig(surface, use.name, use.alternatives)
-        if base is None or base[VARKW] or base[VARARGS]:
-            continue  # not an override, or a base that forwards anything (its callers' keywords are unknown)
-        mine = parse_signature(use.sig)
-        mine = {**mine, PARAMS: mine[PARAMS][1:]}
-        old = _method_sig(previous, use.name, use.alternatives) if previous is not None else None
-        old_names = {p[0] for p in old[PARAMS]} if old else None
-        guard = "the override takes *args (line %d)" % use.line if mine[VARARGS] else None
-        for name, kind, has_default in base[PARAMS]:
-            if kind == 0 or _takes(mine, name):
-                continue
-            new = old_names is not None and name not in old_names
-            if new or (old_names is None and not has_default):
-                findings.append(Finding(use.path, use.line, f"{use.name}({name}=)", OVERRIDE, guard is not None,
-                                        guard, f"the candidate's {use.name.rsplit('.', 1)[-1]} takes {name}"
-                                        f"{'' if has_default else ' (required)'}; this override cannot receive it",
-                                        use="override"))
-        base_names = {p[0] for p in base[PARAMS]}
-        for name, _kind, has_default in mine[PARAMS]:
-            if not has_default and old_names is not None and name in old_names and name not in base_names:
-                findings.append(Finding(use.path, use.line, f"{use.name}({name}=)", OVERRIDE, guard is not None,
-                                        guard, f"the candidate's base no longer has {name}, which this override "
-                                        "requires: its callers do not pass it", use="override"))
+        new = old_names is not None and name not in old_names
+        if new or (old_names is None and not has_default):
+            findings.append(Finding(path, line, f"{use.name}({name}=)", OVERRIDE, guard is not None, guard,
+                                    f"the candidate's {use.name.rsplit('.', 1)[-1]} takes {name}"
+                                    f"{'' if has_default else ' (required)'}; {what} cannot receive it", use=how))
+    base_names = {p[0] for p in base[PARAMS]}
+    for name, _kind, has_default in mine[PARAMS]:
+        if not has_default and old_names is not None and name in old_names and name not in base_names:
+            findings.append(Finding(path, line, f"{use.name}({name}=)", OVERRIDE, guard is not None, guard,
+                                    f"{owner} no longer has {name}, which {what} requires: its callers do not "
+                                    "pass it", use=how))
     return findings
 
 
@@ -271,10 +298,12 @@ def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
 
 
 def _branch_guard(use, surface: Surface) -> str | None:
-    """A version check, flag or probe around the spec line (a branch not taken on the candidate builds nothing);
-    a ``try`` around it is no guard: megatron builds and calls the module later, elsewhere."""
+    """A version check, flag or probe around the spec (or replacement) line: a branch not taken on the candidate
+    builds or installs nothing; a ``try`` around it is no guard: megatron builds and calls the module later,
+    elsewhere."""
     branches = tuple(x for x in use.guards if x[0] != g.TRY)
-    return _guard_of(replace(use, guards=branches), OVERRIDE, use.name, use.spec[0], surface) if branches else None
+    wanted = use.spec[0] if use.spec else use.name
+    return _guard_of(replace(use, guards=branches), OVERRIDE, use.name, wanted, surface) if branches else None
 
 
 def _with_keywords(shape: str, added: tuple) -> str:

@@ -29,8 +29,8 @@ from .model import (COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotte
                     signature, statements)
 from .project_classes import (BASES, CLASS_VALUES, COMPUTED, FILE, MEGATRON_BASES, MEMBERS, METHOD_LINES, OPEN,
                               base_names, descendants, megatron_subclass_names, resolve_project_instances)
-from .providers import (FACTORY, MAX_DEPTH, METHOD, call_slots, file_factories, project_function, settle,
-                        wanted)
+from .providers import (DEF, FACTORY, MAX_DEPTH, METHOD, call_slots, defined, file_factories, project_function,
+                        settle, wanted, wanted_defs)
 from .pool import map_in_workers
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
@@ -151,6 +151,8 @@ class _FileScanner:
         self.dicts: dict[int, object] = {}  # id(a scope) -> (body, args), then its dicts with known keys (splats.py)
         self.forwarded: dict = {}  # functions that pass their **kwargs on to a megatron callee (forwarding.py)
         self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
+        self.tree = tree
+        self._imported_in_defs: dict | None = None
         self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
                         if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, own))
                         for a in s.names}
@@ -538,6 +540,8 @@ class _FileScanner:
             self.forwarding = self.forwards(s.value)
             for t in s.targets:
                 self.expr(t)
+                if isinstance(t, ast.Attribute) and not self.forwarding:
+                    self.replacement(s, self.paths(t), s.value)
             self.forwarding = False
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             pushed = 0
@@ -833,6 +837,16 @@ class _FileScanner:
                 and _is_megatron(str(args[0].value), self.own):
             self.record(e, (str(args[0].value),), "module",
                         via="importlib.import_module" if tail == "import_module" else "__import__")
+        elif tail == "setattr" and len(args) == 3 and isinstance(args[1], ast.Constant) \
+                and isinstance(args[1].value, str):
+            owner = self.paths(args[0])
+            self.replacement(e, tuple(f"{p}.{args[1].value}" for p in owner or ()), args[2])
+        elif len(args) >= 2 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str) \
+                and _DOTTED_PATH.fullmatch(args[0].value) and _is_megatron(args[0].value, self.own):
+            # ``register("megatron.core.x.Y.forward", my_forward)``, ``mock.patch("megatron...", fake)``: megatron
+            # then calls the project's function in the original's place
+            # the name stays megatron's: whether the registrar installs it on the path a use runs is not known
+            self.replacement(e, (args[0].value,), args[1])
         elif tail == "partial" and args:
             target = self.paths(args[0])
             if target:
@@ -943,6 +957,35 @@ class _FileScanner:
                     keyword_lines=tuple(line for _, line in named),
                     positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                     via=via, callables=self.callables(e) if not starred else ())
+
+    def replacement(self, node, paths, value) -> bool:
+        """``paths`` (a megatron callable) replaced by the project function ``value`` names: a top-level def of
+        this file or one imported from a project module, read once every file is scanned (providers.DEF). False
+        when ``value`` is no such function (a module object put in ``sys.modules``, a local, megatron's own)."""
+        if not paths or not isinstance(value, ast.Name) or self.lookup(value.id):
+            return False
+        if not self.at_module(value.id):  # imported in a function (a patch adaptor's method): one origin in the file
+            origin = self.imported_in_defs().get(value.id)
+        elif value.id in self.defs:
+            origin = f"{self.module}.{value.id}" if self.defs[value.id] else None  # "": not one function
+        else:
+            origin = self.origins.get(value.id)
+        if origin:
+            self.record(node, paths, "replacement", callables=(("replaced", value.id, "", (DEF, origin)),))
+        return bool(origin)
+
+    def imported_in_defs(self) -> dict:
+        """name -> "module.name" of the project names this file imports anywhere, functions included; a name
+        imported from two places is left out."""
+        if self._imported_in_defs is None:
+            found: dict = {}
+            for s in statements(self.tree.body, into_defs=True):
+                if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, self.own)):
+                    for a in s.names:
+                        name, origin = a.asname or a.name, f"{self.absolute(s)}.{a.name}"
+                        found[name] = origin if found.get(name, origin) == origin else None
+            self._imported_in_defs = {k: v for k, v in found.items() if v}
+        return self._imported_in_defs
 
     def callables(self, e: ast.Call) -> tuple:
         """The arguments of a megatron call that are a project function: a name the innermost scope that binds it
@@ -1460,6 +1503,7 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
 def _identifiers(data: bytes) -> frozenset:
@@ -1477,19 +1521,32 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
     """The factories (providers.py) of project modules a provider comes from that were not scanned (they do not
     spell megatron): parsed now, only those."""
     missing = {target.rpartition(".")[0] for target in wanted(scan.uses) if target not in scan.factories}
+    # a replacement's def is read wherever it is, scanned file or not (the scan keeps no plain def's line)
+    defs: dict = {}
+    for target in wanted_defs(scan.uses):
+        if target not in scan.factories:
+            module, _, name = target.rpartition(".")
+            defs.setdefault(module, set()).add(name)
     skipped = {rel for rel, _why in scan.skipped}
-    for rel, path in files if missing else ():
-        if rel in per_file or rel in unparsed or rel in skipped or not missing & set(names_of[rel]):
+    for rel, path in files if missing or defs else ():
+        modules = set(names_of[rel])
+        if rel in unparsed or rel in skipped or not (missing | set(defs)) & modules or (
+                rel in per_file and not set(defs) & modules):
             continue
         data, _total = _read(scan, rel, path, 0)
         try:
             tree = parse_source(data, rel) if data is not None else None
         except CandidateError:
             continue
+        if tree is None:
+            continue
         found = file_factories(tree.body, _module_functions(tree.body), _callable, _named_classes(
-            tree, *project_module(rel), tuple(scan.own_packages))) if tree is not None else {}
-        for module in names_of[rel]:
+            tree, *project_module(rel), tuple(scan.own_packages))) if rel not in per_file else {}
+        for module in modules:
             scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
+            plain = defined(tree.body, defs.get(module, set()))
+            scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in plain.items()
+                                   if f"{module}.{name}" not in scan.factories})
 
 
 def _misses_words(done: FileScan, data: bytes, exports: dict) -> bool:

@@ -9,7 +9,11 @@
 - ``self.name`` in a method, or ``obj.name`` where ``obj = ProjectClass(...)`` is the one binding of ``obj`` in the
   calling function: the method ``name`` of that project class (or a project base), ``self`` dropped.
 
-The scanner records what it cannot settle in its own file as a deferred entry (``FACTORY``/``METHOD``);
+A project function that replaces a megatron callable (``Attention.forward = my_forward``, or a dotted string
+handed to a registrar with it: ``register("megatron.core....forward", my_forward)``) is a ``DEF`` entry: the def's
+own signature, or, when the def returns functions (a decorator: ``forward_wrapper(fn)``), those it returns.
+
+The scanner records what it cannot settle in its own file as a deferred entry (``FACTORY``/``METHOD``/``DEF``);
 ``settle`` resolves them once every file has been scanned. A use's ``callables`` then hold, per function,
 ``(slot, name, signature, where)``: where is ``(path, line)`` of the function's def, or None (at the call).
 """
@@ -21,8 +25,8 @@ from dataclasses import replace
 from .instances import bound_names, bound_once
 from .model import dotted, signature, statements
 
-FACTORY, METHOD = "factory", "method"
-RETURNS, FORWARDS = "returns", "forwards"
+FACTORY, METHOD, DEF = "factory", "method", "def"
+RETURNS, FORWARDS, DEFINED = "returns", "forwards", "defined"
 MAX_DEPTH = 4  # factories of factories followed
 
 
@@ -113,7 +117,7 @@ def settle(uses: list, factories: dict, method_of) -> list:
     and the file it is in; ``method_of(class, name)``: a project class's method signature, or None)."""
     out = []
     for use in uses:
-        if any(entry[3] and entry[3][0] in (FACTORY, METHOD) for entry in use.callables):
+        if any(entry[3] and entry[3][0] in (FACTORY, METHOD, DEF) for entry in use.callables):
             resolved = tuple(x for entry in use.callables for x in _resolve(entry, factories, method_of, 0))
             use = replace(use, callables=resolved)
         out.append(use)
@@ -122,14 +126,19 @@ def settle(uses: list, factories: dict, method_of) -> list:
 
 def _resolve(entry: tuple, factories: dict, method_of, depth: int) -> list:
     slot, name, sig, deferred = entry
-    if not deferred or deferred[0] not in (FACTORY, METHOD):
+    if not deferred or deferred[0] not in (FACTORY, METHOD, DEF):
         return [entry]
     if deferred[0] == METHOD:
         found = method_of(deferred[1], deferred[2])
         return [(slot, name, without_self(found), None)] if found else []
+    if deferred[0] == DEF:  # the function itself, unless it is a decorator: then what it returns
+        known = factories.get(deferred[1])
+        if known is not None and known[0][0] == DEFINED:
+            return [(slot, name, known[0][1], (known[1], known[0][2]))]
+        deferred = (FACTORY, deferred[1], ())
     _kind, target, arguments = deferred
     known = factories.get(target)
-    if known is None or depth >= MAX_DEPTH:
+    if known is None or depth >= MAX_DEPTH or known[0][0] == DEFINED:
         return []
     answer, path = known
     if answer[0] == RETURNS:
@@ -168,6 +177,30 @@ def wanted(uses: list) -> set:
         if deferred and deferred[0] == FACTORY:
             out.add(deferred[1])
             todo += [(slot, *arg) for slot, arg in deferred[2]]
+        elif deferred and deferred[0] == DEF:
+            out.add(deferred[1])
+    return out
+
+
+def wanted_defs(uses: list) -> set:
+    """Every "module.function" a ``DEF`` entry of ``uses`` names (its def is read once every file is scanned)."""
+    return {entry[3][1] for use in uses for entry in use.callables if entry[3] and entry[3][0] == DEF}
+
+
+def defined(body: list, names: set) -> dict:
+    """name -> ``(DEFINED, signature, line)`` for each function of ``names`` a module body defines once at its top
+    level and that returns no inner def (a def that does is a decorator whose closure factory_of could not read:
+    what it returns is unknown, so nothing is said of it)."""
+    defs: dict = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            defs[node.name] = None if node.name in defs else node
+    out = {}
+    for name, node in defs.items():
+        inner = {s.name for s in statements(node.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if node is None or any(isinstance(v, ast.Name) and v.id in inner for v in returned_values(node) or ()):
+            continue
+        out[name] = (DEFINED, signature(node.args), node.lineno)
     return out
 
 
