@@ -172,3 +172,19 @@ def test_a_replaced_static_forward_is_checked(tmp_path, candidate):
             register("megatron.core.layers.LinearFn.forward", narrow_wrapper)
         """)
     assert got == {("pkg/patches.py", 17, "megatron.core.layers.LinearFn.forward(wgrad_deferral_limit=)", False)}
+
+
+def test_a_replacement_defined_twice_is_not_read(tmp_path, candidate):
+    # which of two top-level defs of one name is installed depends on the import: nothing is said of it
+    project = make_project(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/twice.py": """
+        def forward(self, hidden_states, attention_mask):
+            return hidden_states
+        def forward(self, hidden_states, attention_mask, inference_context=None):
+            return hidden_states
+        """, "pkg/adaptor.py": """
+        from megatron.core.attention import Attention
+        from pkg.twice import forward
+        Attention.forward = forward
+        """})
+    report = surface_gate(str(candidate), project)
+    assert {f.name for f in report.findings if f.kind == c.OVERRIDE} == set()

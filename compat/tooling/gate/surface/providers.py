@@ -197,8 +197,10 @@ def defined(body: list, names: set) -> dict:
             defs[node.name] = None if node.name in defs else node
     out = {}
     for name, node in defs.items():
+        if node is None:
+            continue
         inner = {s.name for s in statements(node.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        if node is None or any(isinstance(v, ast.Name) and v.id in inner for v in returned_values(node) or ()):
+        if any(isinstance(v, ast.Name) and v.id in inner for v in returned_values(node) or ()):
             continue
         out[name] = (DEFINED, signature(node.args), node.lineno)
     return out
