@@ -48,9 +48,13 @@ def _method_sig(surface: Surface, name: str, alternatives: tuple, kinds: tuple =
         res = surface.resolve(candidate)
         functions = [t for t in res.targets if t.kind == "function" and t.how in kinds] if res.ok else []
         if functions:
-            sig = parse_signature(functions[0].sig)
-            return {**sig, PARAMS: sig[PARAMS][1:] if sig[PARAMS] and sig[PARAMS][0][1] in (0, 1) else sig[PARAMS]}
+            return _without_first_positional(parse_signature(functions[0].sig))
     return None
+
+
+def _without_first_positional(sig: dict) -> dict:
+    """``sig`` without its first parameter when that is positional (``self``, ``ctx``)."""
+    return {**sig, PARAMS: sig[PARAMS][1:]} if sig[PARAMS] and sig[PARAMS][0][1] in (0, 1) else sig
 
 
 def _takes(sig: dict, name: str) -> bool:
@@ -72,9 +76,7 @@ def check_overrides(scan, surface: Surface, previous: Surface | None) -> list[Fi
                     continue
                 path, line = where or (use.path, use.line)
                 site = f" at {use.path}:{use.line}" if (path, line) != (use.path, use.line) else ""
-                mine = parse_signature(sig)
-                if mine[PARAMS] and mine[PARAMS][0][1] in (0, 1):  # self, ctx or the first positional: as the base
-                    mine = {**mine, PARAMS: mine[PARAMS][1:]}
+                mine = _without_first_positional(parse_signature(sig))  # as the base's is dropped
                 findings += _signature_findings(use, mine, surface, previous, (path, line),
                                                 f"{function}, which replaces it{site},", _branch_guard(use, surface))
     return findings

@@ -153,9 +153,7 @@ class _FileScanner:
         self.frames: list = []  # per function: its Frame (what forwarding.py needs to know about it)
         self.tree = tree
         self._imported_in_defs: dict | None = None
-        self.origins = {a.asname or a.name: f"{self.absolute(s)}.{a.name}" for s in statements(tree.body)
-                        if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, own))
-                        for a in s.names}
+        self.origins = dict(self.project_imports(statements(tree.body)))
         top = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.classes = {name: {**_methods(node), BASES: tuple(self.class_origin(b, top) for b in node.bases),
                                METHOD_LINES: _method_lines(node), FILE: path}
@@ -979,13 +977,16 @@ class _FileScanner:
         imported from two places is left out."""
         if self._imported_in_defs is None:
             found: dict = {}
-            for s in statements(self.tree.body, into_defs=True):
-                if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, self.own)):
-                    for a in s.names:
-                        name, origin = a.asname or a.name, f"{self.absolute(s)}.{a.name}"
-                        found[name] = origin if found.get(name, origin) == origin else None
+            for name, origin in self.project_imports(statements(self.tree.body, into_defs=True)):
+                found[name] = origin if found.get(name, origin) == origin else None
             self._imported_in_defs = {k: v for k, v in found.items() if v}
         return self._imported_in_defs
+
+    def project_imports(self, stmts) -> list[tuple[str, str]]:
+        """(bound name, "module.name") of each ``from X import name`` of ``stmts`` that is not a megatron import."""
+        return [(a.asname or a.name, f"{self.absolute(s)}.{a.name}") for s in stmts
+                if isinstance(s, ast.ImportFrom) and not (s.level == 0 and _is_megatron(s.module, self.own))
+                for a in s.names]
 
     def callables(self, e: ast.Call) -> tuple:
         """The arguments of a megatron call that are a project function: a name the innermost scope that binds it
@@ -1528,10 +1529,9 @@ def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_f
             module, _, name = target.rpartition(".")
             defs.setdefault(module, set()).add(name)
     skipped = {rel for rel, _why in scan.skipped}
-    for rel, path in files if missing or defs else ():
+    for rel, path in files if missing else ():  # wanted() names the DEF targets too: their modules are in missing
         modules = set(names_of[rel])
-        if rel in unparsed or rel in skipped or not (missing | set(defs)) & modules or (
-                rel in per_file and not set(defs) & modules):
+        if rel in unparsed or rel in skipped or not missing & modules or (rel in per_file and not set(defs) & modules):
             continue
         data, _total = _read(scan, rel, path, 0)
         try:
