@@ -20,6 +20,7 @@ import argparse
 import ast
 import json
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -457,7 +458,7 @@ def main() -> int:
         result.update(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       loadavg=open("/proc/loadavg").read().split()[:3])
     result["sets"] = {k: result["sets"][k] for k in SETS if k in result["sets"]}
-    out_json.write_text(json.dumps(result, indent=1) + "\n")
+    write_atomic(out_json, json.dumps(result, indent=1) + "\n")
     md = args.out / "surface_study.md"
     text = md.read_text()
     section = markdown(result, json.loads(MISS_REASONS.read_text()) if MISS_REASONS.exists() else {})
@@ -466,8 +467,15 @@ def main() -> int:
     else:
         anchor = "## Recall: breaks projects fixed"
         text = text.replace(anchor, section + "\n\n" + anchor, 1)
-    md.write_text(text)
+    write_atomic(md, text)
     return 0
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it: a reader sees the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

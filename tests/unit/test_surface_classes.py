@@ -2,10 +2,14 @@
 the shadowing cases): each built here from a minimal project of our own against a tiny synthetic candidate."""
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.fallbacks import optional_imports
+from compat.tooling.gate.surface.model import statements
 from compat.tooling.gate.surface.release_gate import surface_gate
 from test_surface import make_project, make_wheel
 
@@ -299,6 +303,41 @@ def rank():
     assert [f.kind for f in use if not f.guarded] == ([] if guarded else [c.MISSING_NAME])
     assert report.exit_code == (0 if guarded else 1)
     assert gate(tmp_path, wheels, files, "0.3.0").findings == []  # where the import works, nothing to say
+
+
+@pytest.mark.parametrize("handler, test, guarded", [
+    ("get_tensor_and_expert_parallel_rank = None", "self.enable_ep", True),  # a user turns the feature on
+    ("HAVE_EP = False", "args.expert_parallel and self.ready(args)", True),  # one part of an `and` is a switch
+    ("HAVE_EP = False", "not self.enable_ep", False),  # runs when the switch is off
+    ("HAVE_EP = False", "args.ep_size > 1", False),  # a comparison is data, not a switch
+    ("HAVE_EP = False", "torch.cuda.is_available()", False),
+    ("HAVE_EP = False", "self.enable_ep or args.force", False),  # runs without the switch too
+    ("pass", "self.enable_ep", False),  # nothing is turned off: the project did not plan for the failure
+])
+def test_an_optional_import_used_under_a_feature_switch(tmp_path, wheels, handler, test, guarded):
+    files = {"a.py": f"""
+try:
+    from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank
+except ImportError:
+    {handler}
+
+
+class Trainer:
+    def rank(self, args):
+        if {test}:
+            return get_tensor_and_expert_parallel_rank()
+        return 0
+"""}
+    report = gate(tmp_path, wheels, files)
+    use = [f for f in report.findings if 11 in (f.line, *f.also_at)]
+    assert [f.kind for f in use if not f.guarded] == ([] if guarded else [c.MISSING_NAME])
+    assert report.exit_code == (0 if guarded else 1)
+    # a guarded use joins the import's finding; its own guard names the switch a user would turn on
+    tree = ast.parse(files["a.py"])
+    notes = [o.guard[3] for o in optional_imports(tree, list(statements(tree.body, into_defs=True)))
+             if o.start <= 11 <= o.end and o.guard[0] == c.g.SWITCHED]
+    assert notes == ([f"the fallback sets {handler.split()[0]} off, and this runs only when `{test.split(' and ')[0]}` "
+                      "is on: turning it on where the import fails raises here"] if guarded else [])
 
 
 def test_what_a_re_raising_handler_binds_protects_nothing(tmp_path, wheels):

@@ -10,7 +10,12 @@ Where the import fails on the candidate, a use of ``X`` below the ``try`` does n
   (``assert HAVE_X``, or ``if not HAVE_X: raise``/``return``): the project stops there with its own message where
   the feature is missing (OPTIONAL). A name turned off and only branched on (``if HAVE_X: ...``) guards that
   branch alone (project.py's flag branches), and one never tested protects nothing: nothing stops the use
-  (NeMo's ``HAVE_MEGATRON_CORE = False``, then ``set_pipeline_model_parallel_split_rank(...)`` unconditionally).
+  (NeMo's ``HAVE_MEGATRON_CORE = False``, then ``set_pipeline_model_parallel_split_rank(...)`` unconditionally);
+- the handler turns the feature off and the use sits in the branch of a feature switch, an ``if`` on a project
+  name or attribute (``if self.enable_routing_replay:``, or one part of an ``and``; SWITCHED): the
+  project wrote that the import may fail and runs the code only when a user turns the switch on. The guard says
+  so, because turning it on where the import fails raises there (ms-swift's RouterReplay, development set).
+  A comparison, a call or a subscript alone is data, not a switch, and guards nothing.
 
 Only failures of the imported names themselves are protected (a missing name or module); a call of ``X`` with a
 keyword the candidate's ``X`` lacks is still a break where ``X`` imports.
@@ -21,7 +26,7 @@ import ast
 from dataclasses import dataclass
 
 from . import guards as g
-from .model import statements
+from .model import dotted, statements
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -65,7 +70,44 @@ def optional_imports(tree: ast.Module, every: list) -> list[Optional]:
                 line, name = seen[0]
                 out.append(Optional(rest, start, end, (g.OPTIONAL, node.lineno, rest,
                                                        f"the fallback sets {name} off, and line {line} refuses to go on without it")))
+            elif rest:
+                out += _switched(every, node, rest, sorted(off)[0], set(imported) | off, start, end)
     return out
+
+
+def _switched(every: list, node: ast.Try, paths: frozenset, name: str, own: set, start: int, end: int) -> list:
+    """An Optional per branch of a feature switch below ``node`` in its scope (lines ``start``..``end``)."""
+    out = []
+    for branch in every:
+        if not isinstance(branch, ast.If) or not start <= branch.lineno <= end or \
+                branch.lineno <= (node.end_lineno or node.lineno):
+            continue
+        switch = _switch(branch.test, own)
+        if switch is None:
+            continue
+        body = branch.orelse if switch.startswith("not ") else branch.body
+        if body:
+            out.append(Optional(paths, body[0].lineno, max(s.end_lineno or s.lineno for s in body),
+                                (g.SWITCHED, branch.lineno, paths,
+                                 f"the fallback sets {name} off, and this runs only when `{switch.removeprefix('not ')}` "
+                                 "is on: turning it on where the import fails raises here")))
+    return out
+
+
+def _switch(test, own: set) -> str | None:
+    """The text of the feature switch a test requires on (``self.flag``, ``not args.x``, ``flag and f(y)``: in an
+    ``and``, the parts that are switches), when the test reads none of ``own``; else None."""
+    if any(isinstance(n, ast.Name) and n.id in own for n in ast.walk(test)):
+        return None
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if negated else test
+    parts = inner.values if isinstance(inner, ast.BoolOp) and isinstance(inner.op, ast.And) and not negated \
+        else [inner]
+    texts = [dotted(p) for p in parts if isinstance(p, (ast.Name, ast.Attribute))]
+    texts = [t for t in texts if t]
+    if not texts or (negated and len(parts) > 1):
+        return None
+    return ("not " if negated else "") + " and ".join(texts)
 
 
 def protecting(optional: list[Optional], line: int, path: str) -> list[tuple]:

@@ -32,6 +32,7 @@ COMPUTED_SET = "computed setattr"  # an instance's class may set any name on its
 COMPARED = "branch of a comparison with a megatron member"  # ``x == E.m``: runs only where E.m can equal x
 REBOUND = "name the fallback of a try/except ImportError binds again"  # fallbacks.py
 OPTIONAL = "optional import whose availability the file checks"  # fallbacks.py
+SWITCHED = "optional import under a feature switch"  # fallbacks.py
 
 _CATCH_ALL = {"Exception", "BaseException"}
 IMPORT_FAILURES = frozenset({"*", "ImportError", "ModuleNotFoundError"})  # handler names that catch a failed import
@@ -85,7 +86,7 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
         return bool(detail & names)
     if kind == AVAILABILITY:
         return raised in ("import", "attribute") and bool(detail & names)
-    if kind in (FLAG, REBOUND, OPTIONAL):  # runs only where those imports resolve: protects failures of those names
+    if kind in (FLAG, REBOUND, OPTIONAL, SWITCHED):  # runs only where those imports resolve: protects failures of those names
         return raised in ("import", "attribute") and any(d == n or d.startswith(n + ".")
                                                          for d in detail for n in names if "." in n)
     if kind == COMPUTED_SET:  # the class may set the member it reads, not change a signature
