@@ -538,8 +538,8 @@ if EQUIV_PINS:
 def make_smoke_session(pin):
     def session_fn(session: nox.Session) -> None:
         _require_uv()
-        from tools import smoke
         from compat.registry import registry
+        from tools import smoke
 
         requires_python = registry().releases.get(pin.version, {}).get("requires_python")
         uv = nox.virtualenv.find_uv()[1]

@@ -67,8 +67,8 @@ def main() -> dict:
         "loadavg_before": load_before, "loadavg_after": Path("/proc/loadavg").read_text().split()[:3],
         "python": platform.python_version(), "cpus": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "note": "medians of %d runs; explain = whole process (interpreter start, imports, registry load, resolve "
-                "of TransformerConfig with its 199 checks, printing)" % RUNS,
+        "note": f"medians of {RUNS} runs; explain = whole process (interpreter start, imports, registry load, resolve "
+                "of TransformerConfig with its 199 checks, printing)",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

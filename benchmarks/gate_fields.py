@@ -8,6 +8,7 @@ Writes benchmarks/results/gate_fields.json (with the load average, since the mac
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -22,11 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from compat.tooling import gate as g  # noqa: E402
 from compat import registry_format  # noqa: E402
 from compat.configs import DDP_PATH  # noqa: E402
-from compat.tooling.extract import extract_candidate  # noqa: E402
 from compat.registry import Registry, registry  # noqa: E402
+from compat.tooling import gate as g  # noqa: E402
+from compat.tooling.extract import extract_candidate  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "gate_fields.json"
 SIZES = (100, 1_000, 10_000)
@@ -63,7 +64,7 @@ def main() -> dict:
         for n in SIZES:
             added = wheel(tmp / f"added-{n}.whl", ddp_source(real_names + [f"extra_field_{i}" for i in range(n)],
                                                              "An extra"))
-            seconds = timed(lambda: g.gate(str(added), real))
+            seconds = timed(functools.partial(g.gate, str(added), real))
             report = g.gate(str(added), real)
             rows.append({"shape": "added", "fields": n, "gate_s": seconds, "changes": len(report.changes)})
 
@@ -72,7 +73,7 @@ def main() -> dict:
             base_data = registry_format.encode([registry_format.release_facts("0.19.9", False, extract_candidate(base_wheel))])
             base = Registry(base_data)
             renamed = wheel(tmp / f"renamed-{n}.whl", ddp_source([f"new_knob_{i}" for i in range(n)], "A new"))
-            seconds = timed(lambda: g.gate(str(renamed), base))
+            seconds = timed(functools.partial(g.gate, str(renamed), base))
             report = g.gate(str(renamed), base)
             proposals = sum(1 for c in report.changes if c.proposal)
             rows.append({"shape": "renamed", "fields": n, "gate_s": seconds, "changes": len(report.changes),

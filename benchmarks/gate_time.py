@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from compat.tooling import fetch  # noqa: E402
+
 CANDIDATE = "megatron-core==0.19.2"
 OUT = ROOT / "benchmarks" / "results" / "gate_time.json"
 
@@ -56,7 +57,7 @@ def main(cold_runs: int = 3, warm_runs: int = 5) -> dict:
         "index": fetch.index_url(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "bytecode": "as the environment has it (PYTHONDONTWRITEBYTECODE=%s)" % os.environ.get("PYTHONDONTWRITEBYTECODE"),
+        "bytecode": f"as the environment has it (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE')})",
         "note": "subprocess wall time, interpreter start included; cold = fresh MCORE_COMPAT_CACHE (download from the index)",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,7 @@ def measure_launch_scripts(installed: str) -> dict:
             c["scripts"] += 1
             try:
                 config, kwargs = config_kwargs_from_args(script["args"])
-            except (Exception, SystemExit) as exc:
+            except (Exception, SystemExit):
                 c["megatron_parser_refuses"] += 1
                 continue
             c["built"] += 1

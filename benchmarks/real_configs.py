@@ -44,8 +44,7 @@ sys.path.insert(0, str(ROOT))
 import compat  # noqa: E402
 from compat.annotations import type_of  # noqa: E402
 from compat.canonical import canonical  # noqa: E402
-from compat.errors import (CompatError, ConstraintError, FieldTypeError, InvalidValueError,  # noqa: E402
-                           UnsupportedFieldError)
+from compat.errors import CompatError, ConstraintError, FieldTypeError, InvalidValueError, UnsupportedFieldError  # noqa: E402
 from compat.registry import registry  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "results" / "raw" / "real_configs"  # ignored by git: harvest and per-pin runs

@@ -16,6 +16,7 @@ unknown), and after an untaken branch that can return, every later key of that c
 from __future__ import annotations
 
 import ast
+import operator
 import re
 
 from real_configs_harvest import Block, Container, Ref, Snapshot, Unknown, _plain, record
@@ -29,6 +30,9 @@ MODEL_CLASSES = {"TransformerConfig", "MLATransformerConfig", "MCoreTransformerC
 DTYPES = {"float32": "float32", "float": "float32", "bfloat16": "bfloat16", "float16": "float16", "half": "float16",
           "float64": "float64", "int64": "int64"}
 _MAX_DEPTH = 8
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
 def _block_kind(class_name: str) -> str | None:
@@ -278,10 +282,7 @@ class _Env:
                 right = self.eval(right_node)
                 if any(isinstance(x, (Unknown, Block, Container)) for x in (left, right)):
                     return Unknown(self.src(node))
-                ok = {ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right, ast.Lt: lambda: left < right,
-                      ast.LtE: lambda: left <= right, ast.Gt: lambda: left > right, ast.GtE: lambda: left >= right,
-                      ast.Is: lambda: left is right, ast.IsNot: lambda: left is not right,
-                      ast.In: lambda: left in right, ast.NotIn: lambda: left not in right}[type(op)]()
+                ok = _COMPARE[type(op)](left, right)
                 if not ok:
                     return False
                 left = right

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+
 # ------------------------------------------------------------------------------------------------ git snapshots
 class Snapshot:
     """One fetched repository: its HEAD commit, file list and file texts (``git show``, cached)."""

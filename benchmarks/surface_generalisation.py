@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -36,9 +36,9 @@ from surface_study import export, git_dir  # noqa: E402
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
-from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 
 SETS = {
     "development": {"NeMo-RL": ("NVIDIA-NeMo/RL", "7ea279abf"),
@@ -397,7 +397,8 @@ def markdown(result: dict, reasons: dict) -> str:
         projects = len({s["project"] for s in data["sample"]})
         lines += ["", f"Hand review: {len(data['sample'])} unguarded findings from {projects} projects (each "
                   f"project's findings ranked by a hash of path, line, name and kind; up to {SAMPLE_PER_PROJECT} per "
-                  f"project, then on until the set has {SAMPLE_MIN}) of {data['unguarded_unique']} unique; true {rv['counts']['true']}, false "
+                  f"project, then on until the set has {SAMPLE_MIN}) of {data['unguarded_unique']} unique; "
+                  f"true {rv['counts']['true']}, false "
                   f"{rv['counts']['false']}, unreviewed {rv['counts']['unreviewed']}: false-alarm share "
                   f"{rv['false_alarm_share']}."]
         pinned = against_pin(data["sample"])
@@ -436,7 +437,7 @@ def main() -> int:
     picked = {"both": ["development", "evaluation"], "all": list(SETS)}.get(args.set, [args.set])
     chosen = [] if args.relabel or args.recall_only else picked
     recall_sets = picked if args.recall_only else []
-    for set_name, data in result["sets"].items() if args.relabel else ():
+    for data in result["sets"].values() if args.relabel else ():
         data["review"] = reviewed(data["sample"], labels)
     with tempfile.TemporaryDirectory(prefix="surface-gen-") as tmp:
         gate = Gate(args.mirror, Path(tmp), releases)

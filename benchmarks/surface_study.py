@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
-from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 
 MEGATRON_LM = "NVIDIA/Megatron-LM"
 
@@ -129,7 +129,7 @@ def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    for obj, path in blobs:
+    for _obj, path in blobs:
         header = proc.stdout.readline().split()
         if len(header) < 3:  # "<sha> missing": a blob the snapshot does not hold
             continue

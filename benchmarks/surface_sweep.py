@@ -23,8 +23,8 @@ from surface_generalisation import SETS  # noqa: E402
 from surface_study import PROJECTS, export, git_dir  # noqa: E402
 
 from compat.tooling.gate.surface.cache import model_for  # noqa: E402
-from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
 
 DEVELOPMENT = {**SETS["development"], **PROJECTS}
 

@@ -5,7 +5,8 @@ load the same wheel, unpacked, for comparison.
     python benchmarks/surface_time.py [--mirror /work/.mirror] [--runs 5] [--griffe-python PATH]
 
 The project is mbridge at 10cb17f59 (142 Python files, 89 of them use megatron), exported from the fetched snapshot
-into a temporary directory; Megatron-Bridge at 067f987df (474 files use megatron) is timed once as a large case. Writes ``benchmarks/results/surface_time.json``. Times are figures, not asserts; the load average is
+into a temporary directory; Megatron-Bridge at 067f987df (474 files use megatron) is timed once as a large case.
+Writes ``benchmarks/results/surface_time.json``. Times are figures, not asserts; the load average is
 recorded next to them (the machine may be shared).
 """
 from __future__ import annotations
@@ -28,8 +29,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from surface_study import export, git_dir  # noqa: E402
 
 from compat.tooling.archive import open_source  # noqa: E402
-from compat.tooling.gate.surface.release_gate import candidate_path  # noqa: E402
 from compat.tooling.gate.surface.model import build_model  # noqa: E402
+from compat.tooling.gate.surface.release_gate import candidate_path  # noqa: E402
 
 PROJECT = ("ISEEKYAN/mbridge", "10cb17f59")
 LARGE = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df")

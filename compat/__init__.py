@@ -49,14 +49,36 @@ _EXPORTS = {
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs (tests/unit/test_layout.py keeps both in step)
     from .build import build_config, build_ddp_config, build_optimizer_config, build_transformer_config, live_schema
-    from .resolution import (ConfigResolutions, Resolution, config_kwargs, ddp_kwargs, optimizer_kwargs, resolve,
-                             resolve_configs, transformer_kwargs)
-    from .fp32_rule import resolve_ddp_overrides
     from .config_audit import Difference, audit
-    from .errors import (AuditError, CandidateError, CompatError, ConfigAbsentError, ConflictingAliasError,
-                         ConstraintError, DroppedFieldWarning, FieldTypeError, InvalidValueError,
-                         MegatronNotInstalledError, NewerVersionWarning, TorchNotInstalledError, UnknownFieldError,
-                         UnsupportedFieldError, UnsupportedVersionError, VersionError)
+    from .errors import (
+        AuditError,
+        CandidateError,
+        CompatError,
+        ConfigAbsentError,
+        ConflictingAliasError,
+        ConstraintError,
+        DroppedFieldWarning,
+        FieldTypeError,
+        InvalidValueError,
+        MegatronNotInstalledError,
+        NewerVersionWarning,
+        TorchNotInstalledError,
+        UnknownFieldError,
+        UnsupportedFieldError,
+        UnsupportedVersionError,
+        VersionError,
+    )
+    from .fp32_rule import resolve_ddp_overrides
+    from .resolution import (
+        ConfigResolutions,
+        Resolution,
+        config_kwargs,
+        ddp_kwargs,
+        optimizer_kwargs,
+        resolve,
+        resolve_configs,
+        transformer_kwargs,
+    )
 
 __all__ = sorted(_EXPORTS)
 

@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import inspect
 import textwrap
+import typing
 import warnings
 import weakref
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
 from .registry import Field, Schema, check_from_record, registry
+
 
 class PostInitChangedWarning(CompatWarning):
     """Megatron's ``__post_init__`` replaced a value that was passed (documented rewrites, e.g. pipeline_dtype)."""
@@ -166,11 +168,12 @@ def _enums_in(tp, depth: int = 0) -> tuple:
 
 
 def _enum_of(tp):
-    """The Enum class a live field is annotated with (``AttnBackend``, ``Optional[AttnBackend]``), else None."""
+    """The Enum class a live field is annotated with (``AttnBackend``, ``Optional[AttnBackend]``, ``AttnBackend | None``), else None."""
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp
+    # typing.get_origin, not __origin__: a PEP 604 ``AttnBackend | None`` (types.UnionType) has no __origin__.
     members = [a for a in getattr(tp, "__args__", ()) if a is not type(None)]
-    if getattr(tp, "__origin__", None) is not None and len(members) == 1 and isinstance(members[0], type) \
+    if typing.get_origin(tp) is not None and len(members) == 1 and isinstance(members[0], type) \
             and issubclass(members[0], enum.Enum) and len(tp.__args__) == 2:
         return members[0]
     return None

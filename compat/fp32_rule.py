@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .dtypes import FP32, accepted_spellings, dtype_name
 from .cross import check_optimizer_config, optimizer_get
+from .dtypes import FP32, accepted_spellings, dtype_name
 from .errors import ConstraintError, FieldTypeError
 
 GRAD_REDUCE = "grad_reduce_in_fp32"

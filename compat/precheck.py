@@ -20,7 +20,6 @@ from .errors import CompatError, ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema
 
-
 CURATED = "rules.json"  # the owner of a curated check
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -149,7 +149,7 @@ def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) 
 class _LazyChecks(tuple):
     """A schema's checks, made into ``Check`` objects on first use (explain needs them for one release only)."""
 
-    def __new__(cls, reg: "Registry", refs: list):
+    def __new__(cls, reg: Registry, refs: list):
         obj = super().__new__(cls)
         obj._reg, obj._refs, obj._made = reg, refs, None
         return obj
@@ -233,8 +233,7 @@ class Registry:
     def _check(self, i: int, line: int) -> Check:
         if i not in self._checks:
             self._checks[i] = check_from_record({**self.data["checks"][i], "line": 0})
-        c = self._checks[i]
-        return Check(c.kind, c.exception, c.when, c.test, c.message, c.reads, c.skip, line, c.owner)
+        return replace(self._checks[i], line=line)
 
     def versions_having(self, config: str) -> list[str]:
         return [v for v in self.versions() if self.has(v, config=config)]
@@ -248,7 +247,7 @@ class Registry:
             self._with[config] = index
         return list(self._with[config].get(name, ()))
 
-    def truncated(self, last: str) -> "Registry":
+    def truncated(self, last: str) -> Registry:
         """The registry as it was when ``last`` was the newest release (used to replay upgrades)."""
         return Registry(registry_format.subset(self.data, [v for v in self.releases if not _v.is_newer(v, last)]))
 

@@ -14,14 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import cross, precheck, fp32_rule
+from . import cross, fp32_rule, precheck
 from . import version as _v
 from .annotations import type_of
 from .canonical import Canonical, canonical
 from .configs import CONFIGS, config_class
 from .dtypes import to_torch
-from .errors import (CompatError, ConstraintError, DroppedFieldWarning, InvalidValueError, NewerVersionWarning,
-                     UnsupportedFieldError, cli_command)
+from .errors import (
+    CompatError,
+    ConstraintError,
+    DroppedFieldWarning,
+    InvalidValueError,
+    NewerVersionWarning,
+    UnsupportedFieldError,
+    cli_command,
+)
 from .evaluate import render
 from .registry import Registry, Schema, curated_checks, registry
 

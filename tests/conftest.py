@@ -3,18 +3,19 @@ import gc
 import importlib.util
 import os
 import sys
-from pathlib import Path
 import urllib.request
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
 # The checkout's tools/ package (matrix, smoke, layout, ...) for every test, whatever the runner put on sys.path:
 # appended, so `import compat` still finds the installed package first where one is installed.
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
 
-from run_policy import SLOW_SKIP_REASON, hypothesis_profile, in_ci, runs_slow_tests
+from run_policy import SLOW_SKIP_REASON, hypothesis_profile, in_ci, runs_slow_tests  # noqa: E402  (tools/ on sys.path first)
 
 settings.register_profile("full", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

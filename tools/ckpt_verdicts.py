@@ -60,8 +60,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument("--out", default=str(DATA))
     args = ap.parse_args(argv)
-    from compat.tooling.archive import read_file
     from compat.errors import CompatError, one_line
+    from compat.tooling.archive import read_file
 
     try:
         text = render(json.loads(read_file(args.results, MAX_RESULTS_BYTES, "results file", error=CompatError)))

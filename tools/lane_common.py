@@ -28,7 +28,8 @@ def add_launch_options(parser: argparse.ArgumentParser, *, timeout_env: str, tor
 
 def load_script(path: str | Path, name: str) -> ModuleType:
     """A script's own directory first on sys.path (``python tests/ckpt/lane.py`` gives it that), the module under a
-    name of its own (both lanes are files named lane.py). ``path`` relative to the checkout (or absolute); the module is registered in sys.modules as ``name``."""
+    name of its own (both lanes are files named lane.py). ``path`` relative to the checkout (or absolute); the module is
+    registered in sys.modules as ``name``."""
     script = Path(path) if Path(path).is_absolute() else ROOT / path
     folder = str(script.parent)
     if folder not in sys.path:

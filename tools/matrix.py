@@ -25,12 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/matrix.py` puts tools/ first, not the repo root
     sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
-from compat.tooling.archive import MIB, read_file  # noqa: E402
+from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
+
 from compat.errors import CompatError, one_line  # noqa: E402
+from compat.tooling.archive import MIB, read_file  # noqa: E402
 from compat.tooling.fsutil import atomic_write_text, locked  # noqa: E402
 from compat.tooling.gate.registry_file import read_registry  # noqa: E402
 from compat.version import parse, sorted_versions  # noqa: E402
-from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
 
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
 DEFAULT_REGISTRY = ROOT / "compat" / "data" / "registry.json"

@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
+from compat.registry import registry  # noqa: E402
 from compat.tooling import refresh  # noqa: E402
 from compat.tooling.archive import open_source  # noqa: E402
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
-from compat.registry import registry  # noqa: E402
 
 OUT = ROOT / "compat" / "tooling" / "data" / "metadata.json"
 

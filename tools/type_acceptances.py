@@ -19,11 +19,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from compat.tooling import fetch
 from compat import registry_format
 from compat.configs import CONFIGS, lineage
-from compat.tooling.fsutil import atomic_write_text
 from compat.registry import registry
+from compat.tooling import fetch
+from compat.tooling.fsutil import atomic_write_text
 from tools.field_reads import SAFE_FOR_NONE, Package, field_reads
 
 OUT = Path(__file__).resolve().parents[1] / "compat" / "data" / "type_acceptances.json"

@@ -21,9 +21,9 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.configs import CONFIGS  # noqa: E402
+from compat.registry import registry  # noqa: E402
 from compat.tooling.extract import extract_candidate  # noqa: E402
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
-from compat.registry import registry  # noqa: E402
 
 
 def _git(repo: Path, *args: str) -> bytes:

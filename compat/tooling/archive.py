@@ -10,6 +10,7 @@ header, before tarfile reads or skips it.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import os
@@ -86,7 +87,7 @@ def _decompressor(data: bytes):
                 return mod.GzipFile(fileobj=io.BytesIO(data))
             if module == "bz2":
                 return _Decompressing(data, mod.BZ2Decompressor)
-            return _Decompressing(data, lambda: mod.LZMADecompressor(memlimit=MAX_XZ_MEMORY))
+            return _Decompressing(data, functools.partial(mod.LZMADecompressor, memlimit=MAX_XZ_MEMORY))
     return io.BytesIO(data)
 
 

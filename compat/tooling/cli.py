@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..errors import CompatError, cli_command, one_line
 
-
 MAX_FROM_BYTES = 1 << 20  # an --from file: a JSON object of config fields
 
 
@@ -146,8 +145,8 @@ def cmd_fields(args) -> int:
 
 
 def cmd_registry_refresh(args) -> int:
-    from . import refresh
     from ..registry import registry
+    from . import refresh
 
     out = Path(args.out) if args.out else Path(__file__).resolve().parents[1] / "data" / "registry.json"
     versions = None

@@ -13,12 +13,12 @@ import hashlib
 import operator
 from pathlib import Path
 
-from .archive import open_source
 from ..configs import CONFIGS, DDP_PATH, OPTIMIZER_PATH, path_of_class
-from .enum_members import field_enums
 from ..errors import CandidateError
 from ..postinit import post_init_facts
 from ..version import version_from_package_info
+from .archive import open_source
+from .enum_members import field_enums
 from .pysource import SourceBudget, parse_source
 
 PACKAGE_INFO_PATH = "megatron/core/package_info.py"

@@ -25,13 +25,18 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from packaging.utils import (InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename,
-                             parse_wheel_filename)
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion
 
 from .. import version as _v
-from .archive import MAX_ARCHIVE_BYTES, MIB
 from ..errors import CandidateError
+from .archive import MAX_ARCHIVE_BYTES, MIB
 from .fsutil import WriteError, atomic_write_bytes
 
 INDEX_ENV = ("MCORE_COMPAT_INDEX_URL", "PIP_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX_URL")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import fetch
 from .. import registry_format
 from .. import version as _v
 from ..errors import CandidateError
+from . import fetch
 from .extract import extract_candidate
 from .fsutil import atomic_write_text
 

@@ -2,8 +2,8 @@
 """``python -m compat vendor DEST``: copy the runtime into a host project; ``--check DEST`` reports drift.
 
 The copy holds the runtime only (every ``*.py`` module outside ``tooling/`` and ``__main__.py``, and the data
-files the runtime reads), LICENSE, NOTICE and py.typed, plus ``VENDORED.json`` (source version, the registry's newest release, sha256 of every
-copied file). It never writes outside DEST: every file is written
+files the runtime reads), LICENSE, NOTICE and py.typed, plus ``VENDORED.json``
+(source version, the registry's newest release, sha256 of every copied file). It never writes outside DEST: every file is written
 as a new file and renamed into place (a hard link in DEST to a file elsewhere is replaced, not written through),
 and a symlink on the way is refused. VENDORED.json is only a hint, never trusted: ``--check`` compares DEST with
 this package's own files, and a module dropped upstream is deleted only when its content is still exactly what
@@ -17,8 +17,8 @@ import re
 import stat
 from pathlib import Path
 
-from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
 from ..errors import CompatError, cli_command, escape_controls, one_line
+from .archive import MAX_MEMBER_BYTES, MAX_MEMBERS, MIB, read_file
 from .extract import sha256
 
 MANIFEST = "VENDORED.json"

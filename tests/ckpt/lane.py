@@ -30,6 +30,7 @@ if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installe
     sys.path.append(REPO_ROOT)
 
 import compare  # noqa: E402
+
 from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 
@@ -178,14 +179,14 @@ def evaluate(variant: str, save: dict, load: dict, workdir: str = "") -> dict:
 
 def _metadata_problems(saved_recs, load_recs) -> list[str]:
     problems = []
-    for s, l in zip(saved_recs, load_recs):
-        if s.get("content_metadata_supported") and l.get("loaded_content_metadata_supported"):
-            if s.get("content_metadata") != l.get("loaded_content_metadata"):
+    for s, loaded in zip(saved_recs, load_recs):
+        if s.get("content_metadata_supported") and loaded.get("loaded_content_metadata_supported"):
+            if s.get("content_metadata") != loaded.get("loaded_content_metadata"):
                 problems.append(f"content metadata saved {s.get('content_metadata')!r}, "
-                                f"loaded {l.get('loaded_content_metadata')!r}")
-        if s.get("common_sharding_type") != l.get("loaded_common_sharding_type"):
+                                f"loaded {loaded.get('loaded_content_metadata')!r}")
+        if s.get("common_sharding_type") != loaded.get("loaded_common_sharding_type"):
             problems.append(f"sharding type saved {s.get('common_sharding_type')!r}, "
-                            f"loaded {l.get('loaded_common_sharding_type')!r}")
+                            f"loaded {loaded.get('loaded_common_sharding_type')!r}")
     return sorted(set(problems))
 
 

@@ -329,9 +329,8 @@ def _build(distopt, device):
 
 
 def _train_step(ddp, opt, step, rank, device):
-    import torch
-
     import ddp_harness
+    import torch
 
     if hasattr(ddp, "zero_grad_buffer"):
         ddp.zero_grad_buffer()
@@ -385,7 +384,6 @@ def _main_params(opt) -> dict:
 
 def _piece(t, offset, shape) -> dict:
     import torch
-
     from compare import piece
 
     flat = t.detach().to("cpu").contiguous().reshape(-1)
@@ -396,7 +394,6 @@ def _piece(t, offset, shape) -> dict:
 def _step_piece(torch_opt, main, state):
     """Apex/TE keep ``step`` in the param group (an int); torch's Adam keeps a tensor per param."""
     import torch
-
     from compare import piece
 
     for group in torch_opt.param_groups:

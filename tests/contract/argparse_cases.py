@@ -49,7 +49,6 @@ def config_kwargs_from_args(argv: list[str]) -> tuple[str, dict]:
     ``validate_args`` asks the GPU for its compute capability (grouped GEMM, CUDA_DEVICE_MAX_CONNECTIONS); on this
     CPU host it is answered as a Hopper GPU (9.0), the hardware these scripts are written for."""
     import torch
-
     from megatron.core.transformer import MLATransformerConfig, TransformerConfig
 
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")  # every tensor-parallel launch script exports it

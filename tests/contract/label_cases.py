@@ -6,12 +6,13 @@ import json
 import warnings
 from pathlib import Path
 
+from live_helpers import live_class
+
 import compat
 from compat.canonical import canonical
 from compat.configs import CONFIGS
 from compat.errors import CompatError, ConstraintError, MegatronNotInstalledError
 from compat.registry import registry
-from live_helpers import live_class
 
 DATA = Path(__file__).parent / "data"
 LABELS = json.loads((DATA / "megatron_test_labels.json").read_text())

@@ -10,12 +10,11 @@ refusal is a typed error.
 import warnings
 
 import pytest
+from argparse_cases import LAUNCH, config_kwargs_from_args, has_training
+from label_cases import compat_outcomes, documented, real_class, real_outcome
 
 from compat import version as v
 from compat.errors import CompatError
-
-from argparse_cases import LAUNCH, config_kwargs_from_args, has_training
-from label_cases import compat_outcomes, documented, real_class, real_outcome
 
 pytestmark = pytest.mark.megatron
 

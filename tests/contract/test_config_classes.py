@@ -9,6 +9,7 @@ import warnings
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from live_helpers import BASE, battery, setup
 
 import compat
 from compat import ConstraintError
@@ -16,7 +17,6 @@ from compat import version as v
 from compat.build import live_schema
 from compat.dtypes import dtype_name, to_torch
 from compat.resolution import materialize, resolve
-from live_helpers import BASE, battery, setup
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 

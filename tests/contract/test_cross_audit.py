@@ -2,14 +2,13 @@
 import warnings
 
 import pytest
+from live_helpers import BASE, battery, live_class, setup
 
 import compat
 from compat import AuditError, ConstraintError
 from compat import version as v
 from compat.registry import cross_rules, registry
 from compat.resolution import materialize
-
-from live_helpers import BASE, battery, live_class, setup
 
 pytestmark = pytest.mark.megatron
 

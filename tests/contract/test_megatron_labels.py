@@ -7,11 +7,10 @@ be a documented refusal (``data/documented_refusals.json``); so every case compa
 refuses too or it is documented. compat's refusals are typed errors naming the field.
 """
 import pytest
+from label_cases import LABELS, cases_for, compat_outcomes, decode_kwargs, documented, real_class, real_outcome
 
 from compat import version as v
 from compat.errors import CompatError
-
-from label_cases import LABELS, cases_for, compat_outcomes, decode_kwargs, documented, real_class, real_outcome
 
 pytestmark = pytest.mark.megatron
 

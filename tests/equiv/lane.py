@@ -34,6 +34,7 @@ if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installe
     sys.path.append(REPO_ROOT)
 
 import diffs  # noqa: E402
+
 from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
 

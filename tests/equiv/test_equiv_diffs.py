@@ -8,6 +8,7 @@ from tools.lane_common import load_script
 
 lane = load_script("tests/equiv/lane.py", "equiv_lane")  # tests/ckpt has a lane.py too: a name of its own
 import diffs  # noqa: E402  (tests/equiv, put on sys.path by load_script)
+
 NAMES = ["embedding.word_embeddings.weight", "decoder.layers.0.mlp.linear_fc1.weight"]
 
 
@@ -35,7 +36,7 @@ def test_the_first_difference_is_the_earliest_quantity_in_training_order():
     assert diffs.size(first, None, None) == {"abs": 0.25, "rel": 0.25 / 1.5}
     b["steps"][1]["grad_sha256"][NAMES[0]] = "other"
     assert diffs.describe(diffs.first_difference(a, b)) == f"step 1: grad of {NAMES[0]}"
-    b["steps"][0]["loss_hex"] = float(4.81).hex()
+    b["steps"][0]["loss_hex"] = 4.81.hex()
     b["steps"][0]["loss"] = 4.81
     assert diffs.describe(diffs.first_difference(a, b)) == "step 0: loss"
 

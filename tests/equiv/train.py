@@ -71,7 +71,6 @@ def load_initial_weights(module, seed: int) -> dict:
     """Every parameter from ``names.initial_tensor`` (by stable name, the full tensor, then this TP rank's slice);
     returns {stable name: sha256 of the full initial tensor}."""
     import torch
-
     from megatron.core import parallel_state
 
     tp_rank = parallel_state.get_tensor_model_parallel_rank()
@@ -136,7 +135,6 @@ def run_variant(variant: dict, plan: dict, rank: int, world_size: int, device) -
     """Train the variant; returns (JSON record, {"steps": [{"grads": {...}, "params": {...}}]} of tensors)."""
     import torch
     import torch.distributed as dist
-
     from megatron.core import parallel_state, tensor_parallel
     from megatron.core.optimizer import get_megatron_optimizer
 
@@ -198,7 +196,6 @@ def reduced_grads(ddp, params, sharded: bool) -> dict:
     """{stable name: fp32 copy of the param's reduced grad} after finish_grad_sync. With the distributed optimizer
     each rank holds only its shard of every bucket reduced; the shards are all-gathered here (into a copy)."""
     import torch.distributed as dist
-
     from megatron.core import parallel_state
 
     group = parallel_state.get_data_parallel_group()

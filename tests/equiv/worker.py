@@ -120,9 +120,9 @@ def _rank(rank, world_size, local_rank, backend, init, plan, out_dir):
         import datetime
 
         patches = [p for p in _prepare_process(backend) if p != "none"]
+        import lane_patches
         import torch
 
-        import lane_patches
         from compat.version import installed_version
 
         version = installed_version()
@@ -159,9 +159,8 @@ def cpu_rng_tracker() -> list[str]:
     """megatron's CUDA RNG state tracker (entered by every attention forward and by model_parallel_cuda_manual_seed)
     reads and sets the CUDA generator; on a CPU host it reads and sets the CPU one instead
     (shared/research/equivalence_probe/README.md). Dropout is 0 in the lane's config, so no value depends on it."""
-    import torch
-
     import megatron.core.tensor_parallel.random as rnd
+    import torch
 
     torch.cuda.get_rng_state = lambda *a, **k: torch.get_rng_state()
     torch.cuda.random.get_rng_state = lambda *a, **k: torch.get_rng_state()

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat.configs import MODEL_PARALLEL_PATH, TRANSFORMER_PATH
-from compat.tooling.extract import DDP_PATH, OPTIMIZER_PATH
 from compat.registry import registry
+from compat.tooling.extract import DDP_PATH, OPTIMIZER_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1 << 20

@@ -5,8 +5,8 @@ and returns the CLI arguments. Used by ``test_surface_hostile.py`` (exit code, o
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from compat.tooling.pysource import MAX_FILE_TOKENS
 

@@ -14,6 +14,6 @@ def parsed(path: str | os.PathLike) -> ast.Module:
     return _parse(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path: str, size: int, mtime_ns: int) -> ast.Module:
     return ast.parse(Path(path).read_text(encoding="utf-8"))

@@ -2,9 +2,18 @@
 import pytest
 
 import compat
-from compat import (CompatError, ConflictingAliasError, ConstraintError, FieldTypeError, InvalidValueError,
-                    MegatronNotInstalledError, UnknownFieldError, UnsupportedFieldError, UnsupportedVersionError,
-                    VersionError)
+from compat import (
+    CompatError,
+    ConflictingAliasError,
+    ConstraintError,
+    FieldTypeError,
+    InvalidValueError,
+    MegatronNotInstalledError,
+    UnknownFieldError,
+    UnsupportedFieldError,
+    UnsupportedVersionError,
+    VersionError,
+)
 
 ADAM = {"optimizer": "adam"}
 MUON_LW = {"optimizer": "muon", "use_layer_wise_distributed_optimizer": True}

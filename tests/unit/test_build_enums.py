@@ -29,7 +29,13 @@ class TransformerConfig:  # the name makes build_config treat it as the transfor
 
 @dataclasses.dataclass
 class OptionalEnum:
-    attention_backend: Optional[AttnBackend] = None
+    attention_backend: AttnBackend | None = None
+    normalization: str = "LayerNorm"
+
+
+@dataclasses.dataclass
+class OptionalEnumTyping:  # the typing spelling: Megatron's classes use it, and it is another runtime type
+    attention_backend: Optional[AttnBackend] = None  # noqa: UP045
     normalization: str = "LayerNorm"
 
 
@@ -52,10 +58,11 @@ def test_a_name_that_is_no_member_is_refused_with_the_members():
     assert exc.value.field == "attention_backend" and "flash, fused, auto" in str(exc.value)
 
 
-def test_optional_enum_and_plain_str_fields():
-    out = live_values(OptionalEnum, {"attention_backend": "auto", "normalization": "RMSNorm"})
+@pytest.mark.parametrize("cls", [OptionalEnum, OptionalEnumTyping], ids=["pep604", "typing-optional"])
+def test_optional_enum_and_plain_str_fields(cls):
+    out = live_values(cls, {"attention_backend": "auto", "normalization": "RMSNorm"})
     assert out == {"attention_backend": AttnBackend.auto, "normalization": "RMSNorm"}
-    assert live_values(OptionalEnum, {"attention_backend": None}) == {"attention_backend": None}
+    assert live_values(cls, {"attention_backend": None}) == {"attention_backend": None}
 
 
 def test_audit_compares_with_the_member():

@@ -2,9 +2,9 @@ import json
 import subprocess
 import sys
 
+import hostile_inputs as H
 import pytest
 
-import hostile_inputs as H
 from compat.tooling.cli import main
 
 

@@ -6,8 +6,16 @@ import json
 import pytest
 
 import compat
-from compat import (CompatError, ConfigAbsentError, ConstraintError, FieldTypeError, InvalidValueError,
-                    TorchNotInstalledError, UnknownFieldError, UnsupportedFieldError)
+from compat import (
+    CompatError,
+    ConfigAbsentError,
+    ConstraintError,
+    FieldTypeError,
+    InvalidValueError,
+    TorchNotInstalledError,
+    UnknownFieldError,
+    UnsupportedFieldError,
+)
 from compat.registry import Field, Schema, load_json, registry
 from compat.resolution import resolve
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from compat.tooling import fetch, refresh
-from compat.tooling import gate as g
 from compat import version as _v
 from compat.errors import CandidateError
+from compat.tooling import fetch, refresh
+from compat.tooling import gate as g
 from compat.tooling.extract import DDP_PATH
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,17 +8,17 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-import pytest
-
 import hostile_inputs as H
-from compat.tooling import gate as g
-from compat.tooling import refresh
+import pytest
+from extraction_memo import extraction_memoized
+
 from compat import registry_format
 from compat import version as _v
 from compat.configs import ALL_PATHS
-from compat.tooling.extract import DDP_PATH
 from compat.registry import load_json, registry
-from extraction_memo import extraction_memoized
+from compat.tooling import gate as g
+from compat.tooling import refresh
+from compat.tooling.extract import DDP_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 network = pytest.mark.network

@@ -9,18 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hostile_inputs as H
 import pytest
 
-import hostile_inputs as H
-from compat.tooling import gate as g
 from compat.configs import TRANSFORMER_PATH
+from compat.registry import load_json, registry
+from compat.registry_format import decode_snapshot
+from compat.tooling import gate as g
+from compat.tooling.data_files import load_json as tooling_json
 from compat.tooling.extract import DDP_PATH
 from compat.tooling.gate import aliases, candidate, label, metadata
 from compat.tooling.gate.levels import NARROWED, UNKNOWN, WIDENED, annotation_fit
 from compat.tooling.text import md_prose
-from compat.registry import load_json, registry
-from compat.tooling.data_files import load_json as tooling_json
-from compat.registry_format import decode_snapshot
 
 REG = registry()
 

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from compat.tooling.gate import GateReport
-from compat.tooling.gate import lanes, training
+from compat.tooling.gate import GateReport, lanes, training
 
 PAIRS = {"pairs": [
     {"old": "0.18.2", "new": "0.19.2", "variants": {

@@ -20,20 +20,28 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+import hostile_inputs as H
 import pytest
+from extraction_memo import memoized
 
 import compat
-import hostile_inputs as H
-from extraction_memo import memoized
 from compat import CompatError, VersionError
 from compat.errors import InvalidValueError
 from compat.tooling import vendor as vendor_module
-from compat.tooling.archive import (MAX_ARCHIVE_BYTES, MAX_MEMBER_BYTES, MAX_METADATA_BYTES, MAX_TAR_HEADER_BYTES,
-                            MAX_TAR_HEADERS_TOTAL, MAX_TAR_STREAM_BYTES, CandidateError, open_source)
+from compat.tooling.archive import (
+    MAX_ARCHIVE_BYTES,
+    MAX_MEMBER_BYTES,
+    MAX_METADATA_BYTES,
+    MAX_TAR_HEADER_BYTES,
+    MAX_TAR_HEADERS_TOTAL,
+    MAX_TAR_STREAM_BYTES,
+    CandidateError,
+    open_source,
+)
 from compat.tooling.extract import DDP_PATH
 from compat.tooling.gate.accept_pin import ReplaceRefusedError
 from compat.tooling.gate.registry_file import RegistryFileError, read_registry

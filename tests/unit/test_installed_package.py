@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hostile_inputs import run_python
 
 import compat
-from hostile_inputs import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT_PACKAGE = ROOT / "compat"
@@ -37,3 +37,11 @@ def test_the_hostile_catalogues_child_imports_the_installed_package():
     run = run_python("import compat; print(compat.__file__)")
     assert run.returncode == 0, run.stderr
     assert not _from_checkout(run.stdout.strip()), f"the child imported {run.stdout.strip()}"
+
+
+def test_the_installed_version_is_the_one_the_package_says():
+    # one version string: pyproject.toml reads compat.__version__ (a second copy there drifted once)
+    from importlib.metadata import version
+
+    assert version("mcore-compat") == compat.__version__
+    assert 'dynamic = ["version"]' in (ROOT / "pyproject.toml").read_text()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from source_trees import parsed
+
 import compat
 from compat.tooling import vendor
 

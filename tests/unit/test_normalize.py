@@ -3,7 +3,16 @@ import warnings
 
 import pytest
 
-from compat import ConflictingAliasError, ConstraintError, FieldTypeError, InvalidValueError, UnknownFieldError, UnsupportedFieldError, ddp_kwargs, resolve
+from compat import (
+    ConflictingAliasError,
+    ConstraintError,
+    FieldTypeError,
+    InvalidValueError,
+    UnknownFieldError,
+    UnsupportedFieldError,
+    ddp_kwargs,
+    resolve,
+)
 from compat.errors import DroppedFieldWarning
 
 

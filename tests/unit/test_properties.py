@@ -4,7 +4,7 @@ type policy accepts where the release reads them as meant), each non-default val
 release's name, or is re-spelled with a note saying so, or a CompatError names it. The same holds for what
 ``explain`` reports."""
 import warnings
-from functools import lru_cache
+from functools import cache
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -29,7 +29,7 @@ _WRONG = st.one_of(st.text(max_size=4), st.integers(-5, 5), st.none(), st.boolea
 _FALSY = st.sampled_from([None, False, 0, "", [], ()])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _valid_for(config: str, name: str):
     spec = CANON[config].fields[name]
     kind, optional = spec.kind
@@ -45,17 +45,17 @@ def spec_choices(spec):
     return list(type_of(spec.annotation).choices or [])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _own_names(config: str, version: str):
     return st.sampled_from(sorted(n for n in REG.schema(version, config=config).names if n in CANON[config].fields))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _any_name(config: str):
     return st.sampled_from(sorted(CANON[config].fields))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _alias(config: str):
     return st.sampled_from(sorted(CANON[config].renames))
 

@@ -1,10 +1,10 @@
 """The committed registry against the independent research table (shared/research/ddp_schema/SUMMARY.md)."""
 import pytest
 
-from compat.tooling import refresh
 from compat import registry_format
-from compat.tooling.extract import extract_candidate
 from compat.registry import registry
+from compat.tooling import refresh
+from compat.tooling.extract import extract_candidate
 
 # Field counts per release, from the research summary (extracted independently of this code).
 SUMMARY_COUNTS = {
@@ -70,3 +70,19 @@ def test_regenerating_from_the_real_wheels_is_byte_identical(tmp_path):
     assert refresh.dumps(grown) == committed
     assert {k for r in reg.data["releases"] for k in r["configs"]} == {
         "ddp", "optimizer", "adam_optimizer", "sgd_optimizer", "transformer", "mla"}
+
+
+def test_the_compact_registry_keeps_every_field_of_a_check():
+    # Registry reads a check from the shared table and gives it the snapshot's line: every other field of the
+    # record must survive (a positional rebuild once dropped id, evidence, since, until and sets)
+    from compat.registry import Registry, schema_from_snapshot
+
+    release = next(r for r in registry_format.decode(registry().data) if r["version"] == "0.19.2")
+    post = release["configs"]["ddp"]["post_init"]
+    post["checks"].append({"kind": "coerce", "exception": "", "when": ["self.overlap_param_gather"], "test": None,
+                           "message": None, "reads": ["overlap_param_gather"], "skip": None, "line": 77,
+                           "owner": "DistributedDataParallelConfig", "id": "example", "evidence": ["a.py:1"],
+                           "since": "0.19.0", "until": "0.19.2", "sets": {"overlap_grad_reduce": True}})
+    read = Registry(registry_format.encode([release])).schema("0.19.2", config="ddp").checks
+    assert list(read) == list(schema_from_snapshot("0.19.2", "registry", release["configs"]["ddp"], config="ddp").checks)
+    assert read[-1].sets == (("overlap_grad_reduce", True),) and read[-1].line == 77 and read[-1].id == "example"

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.results import RECORDED, UNRECORDED, results_dir_for  # noqa: E402
 from tools.lane_common import load_script  # noqa: E402
+from tools.results import RECORDED, UNRECORDED, results_dir_for  # noqa: E402
 
 WRITTEN = ["ckpt_lane.json", "ckpt_lane.md", "ckpt_lane_time.json", "ckpt_lane_nccl_time.json",
            "equivalence.json", "equivalence.md", "smoke/0.16.1.json"]

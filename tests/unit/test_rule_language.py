@@ -5,12 +5,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
 from source_trees import parsed
+
 import compat
 from compat import ConstraintError, ddp_kwargs, resolve
 from compat import version as v
-from compat.cross import Side, _applies as cross_applies
+from compat.cross import Side
+from compat.cross import _applies as cross_applies
 from compat.evaluate import UNKNOWN, evaluate, unsupported
 from compat.precheck import CURATED, CURATED_FUNCTIONS, applies, environment, fires, holds
 from compat.registry import Check, curated_checks, load_json, registry

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from run_policy import hypothesis_profile, runs_slow_tests
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from compat.tooling.gate.surface import cache as surface_cache
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface import project as surface_project
 from compat.tooling.gate.surface.cache import release_models
-from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.gate.surface.lookup import Surface
+from compat.tooling.gate.surface.release_gate import surface_gate
 
 # A small megatron-core: 0.1.0 (old), 0.2.0 (the break), with the shapes the real wheels have.
 BASE = {

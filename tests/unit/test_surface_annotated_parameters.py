@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_surface import make_project, make_wheel
+from test_surface_project_subclass import CONFIG, MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
-from test_surface_project_subclass import CONFIG, MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
 
 BUILD = """
     from typing import Optional, Union

@@ -5,10 +5,11 @@ base's) gives nothing. Minimal projects of our own against the synthetic candida
 test_surface_provider_factories.py (its get_model passes ``config=``)."""
 from __future__ import annotations
 
-from compat.tooling.gate.surface import check as c
-from compat.tooling.gate.surface.release_gate import surface_gate
 from test_surface import make_project
 from test_surface_provider_factories import candidate  # noqa: F401 (a fixture)
+
+from compat.tooling.gate.surface import check as c
+from compat.tooling.gate.surface.release_gate import surface_gate
 
 PROVIDERS = """
     from megatron.training.setup import SomeBase

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 
 import pytest
+from test_surface import make_project, make_wheel
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.fallbacks import optional_imports
 from compat.tooling.gate.surface.model import statements
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
 
 OLD = {  # 0.3.0
     "megatron/core/__init__.py": "from megatron.core import parallel_state\nmpu = parallel_state\n",

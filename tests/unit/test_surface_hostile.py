@@ -20,9 +20,9 @@ from compat.tooling.archive import open_source
 from compat.tooling.gate.surface import cache as surface_cache
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.cache import release_models
-from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.gate.surface.lookup import OPAQUE, Surface
 from compat.tooling.gate.surface.model import MAX_PATH_DEPTH, build_model
+from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.pysource import SourceBudget
 
 MAX_RSS_MIB = 500

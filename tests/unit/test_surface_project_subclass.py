@@ -7,6 +7,7 @@ test_surface_annotated_parameters.py."""
 from __future__ import annotations
 
 import pytest
+from test_surface import make_project, make_wheel
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
@@ -14,7 +15,6 @@ from compat.tooling.gate.surface.instances import PROJECT_CLASS
 from compat.tooling.gate.surface.project import scan_source
 from compat.tooling.gate.surface.project_classes import base_names
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
 
 CONFIG = """
     from dataclasses import dataclass

@@ -7,12 +7,12 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from test_surface import make_project, make_wheel
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.project import scan_source
 from compat.tooling.gate.surface.release_gate import surface_gate
-from test_surface import make_project, make_wheel
 
 TRAINING = """
     def get_model(model_provider_func, model_type=None):

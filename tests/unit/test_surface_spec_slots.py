@@ -7,9 +7,9 @@ where every one of them misfits (the spec's owner is unknown); ``.module = C`` k
 from __future__ import annotations
 
 import pytest
-
 from test_surface import make_project, make_wheel
 from test_surface_classes import NEW, OLD, SPEC_UTILS
+
 from compat.tooling.gate.surface.release_gate import surface_gate
 
 LAYER = """

@@ -8,9 +8,9 @@ import pytest
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.cache import model_for, release_models
-from compat.tooling.gate.surface.release_gate import candidate_path, check_model
 from compat.tooling.gate.surface.lookup import Surface
 from compat.tooling.gate.surface.project import scan_project
+from compat.tooling.gate.surface.release_gate import candidate_path, check_model
 
 pytestmark = pytest.mark.network
 

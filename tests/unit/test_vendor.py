@@ -12,12 +12,12 @@ from pathlib import Path
 
 import packaging
 import pytest
-
 from source_trees import parsed
+
 import compat
+from compat.registry import registry
 from compat.tooling import vendor as v
 from compat.tooling.cli import main
-from compat.registry import registry
 
 COMPAT_DIR = Path(compat.__file__).resolve().parent
 

@@ -18,8 +18,8 @@ report), ``report`` (markdown), ``accept`` (write the registry and matrix.yaml),
 (the surface gate).
 """
 from ...errors import CandidateError  # noqa: F401  (re-exported for callers of the gate)
+from .accept_pin import accept  # noqa: F401
 from .candidate import GateUsageError, fetch_release, locate, read_candidate  # noqa: F401
 from .config_gate import DEFAULT_REGISTRY, GateReport, compare, gate, load_registry, resolve_against  # noqa: F401
-from .accept_pin import accept  # noqa: F401
 from .diff import BREAKING, DDP, DECISION, INFO, LEVELS, Change, diff_config, shim_fields, type_key  # noqa: F401
 

@@ -8,13 +8,12 @@ The shim's value-alias data is ``compat/data/value_aliases.json`` (``{"format": 
 """
 from __future__ import annotations
 
+import ast
 import json
 
-import ast
-
-from ..archive import open_source
 from ...configs import CONFIGS
 from ...registry import Schema, load_json
+from ..archive import open_source
 from .diff import DECISION, INFO, Change
 
 MAX_PARSE_BYTES = 4 * 1024 * 1024  # a config file is ~100 kB; a module holding a helper is smaller

@@ -6,8 +6,8 @@ tests/ckpt/lane.py, one ``nox -s ckpt-<old>-to-<new>`` session per pair of adjac
 """
 from __future__ import annotations
 
-from .lanes import opening, pair_for, section
 from ..text import md_code
+from .lanes import opening, pair_for, section
 
 VARIANT_NAMES = {"plain": "the plain optimizer", "default": "the API default (no sharding type given)"}
 _PAIR_SHAPE = {"saved_on": str, "loaded_on": str, "exact": list, "failures": list, "losses": list}

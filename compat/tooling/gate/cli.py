@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from ...errors import one_line
+from . import __doc__ as GATE_DOC
 from .accept_pin import accept
 from .candidate import GateUsageError
 from .config_gate import gate, load_registry, resolve_against
-from . import __doc__ as GATE_DOC
 
 
 def _json_safe(obj):

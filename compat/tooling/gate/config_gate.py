@@ -6,12 +6,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ... import version as _v
+from ...configs import CONFIGS
 from ...errors import VersionError
 from ...registry import Registry, schema_from_snapshot
 from ...registry import renames as registry_renames
 from ...registry import rules as registry_rules
 from .candidate import GateUsageError, locate, read_candidate
-from ...configs import CONFIGS
 from .diff import BREAKING, DECISION, INFO, LEVELS, Change, diff_config
 from .label import claimed_release, label_record, previous_pin
 from .policy import order

@@ -10,8 +10,8 @@ import math
 from pathlib import Path
 
 from ... import version as _v
-from ..archive import MIB, read_file
 from ...errors import CompatError, VersionError, one_line, shown
+from ..archive import MIB, read_file
 
 MAX_REGISTRY_BYTES = 32 * MIB  # the 26 releases take 440 kB
 MAX_TEXT = 100_000  # characters in any one string of the registry (a doc, an annotation)

@@ -6,8 +6,8 @@ itself is ``nox -s equiv``: one tiny GPTModel, the same weights, batches and con
 """
 from __future__ import annotations
 
-from .lanes import opening, pair_for, section
 from ..text import md_code, md_prose
+from .lanes import opening, pair_for, section
 
 VARIANT_NAMES = {"canonical": "the canonical config (drifting defaults pinned)",
                  "defaults": "each release's own defaults"}

@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ...archive import read_file
 from ....errors import CompatError
+from ...archive import read_file
 from . import project
 from .lookup import Surface, Target
 from .project_classes import BASES, COMPUTED, MAX_CHAIN, MEGATRON_BASES, MEMBERS

@@ -22,14 +22,14 @@ import stat
 import weakref
 from pathlib import Path
 
-from ... import fetch
 from .... import version as _v
-from ...archive import MAX_ARCHIVE_BYTES, open_source, read_file
 from ....errors import CandidateError, CompatError
-from ...extract import PACKAGE_INFO_PATH, sha256
-from ...pysource import parse_source
 from ....version import version_from_package_info
+from ... import fetch
+from ...archive import MAX_ARCHIVE_BYTES, open_source, read_file
+from ...extract import PACKAGE_INFO_PATH, sha256
 from ...fsutil import WriteError, atomic_write_bytes
+from ...pysource import parse_source
 from .lazy_model import LAZY, LazyModel
 from .model import MODEL_FORMAT, build_model
 

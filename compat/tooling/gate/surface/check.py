@@ -10,9 +10,9 @@ from ....errors import VersionError
 from . import guards as g
 from .annotated import ANNOTATED_READ, ProjectNames, lacks_everywhere
 from .forwarding import PROJECT_CALL
+from .instances import ANNOTATED, INSTANCE, PROJECT_CLASS
 from .lookup import OPAQUE, Surface, Target
 from .model import PARAMS, VARARGS, VARKW
-from .instances import ANNOTATED, INSTANCE, PROJECT_CLASS
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
 MISSING_MODULE = "missing module"
@@ -313,7 +313,7 @@ def _project_lacks(failure: Failure, names: ProjectNames, surface: Surface) -> b
         names.opened(surface, q) for q in classes)
 
 
-def _assigned_by_project(name: str, sets: "_Names") -> bool:
+def _assigned_by_project(name: str, sets: _Names) -> bool:
     """``ckpt_base.async_calls = Queue()`` makes ``ckpt_base.async_calls`` and everything read off it the
     project's own (one rule for monkeypatches and attributes it creates)."""
     return name in sets.names or sets.below(name, ".")

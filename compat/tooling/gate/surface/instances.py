@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from ....annotations import type_of
 from .model import dotted, init_method, statements
@@ -231,7 +231,7 @@ def held_attributes(node: ast.ClassDef, resolve: Resolve) -> dict:
     return {attr: paths for attr, paths in found.items() if stores[attr] == 1}
 
 
-def held_path(expr, instance_of: Callable[[str], "tuple | None"], self_name: str | None, held: dict) -> tuple | None:
+def held_path(expr, instance_of: Callable[[str], tuple | None], self_name: str | None, held: dict) -> tuple | None:
     """``w.attr`` / ``self.x.attr`` (one attribute off a held instance): (``Class.attr`` for each class it may be,
     the use's ``via``)."""
     if not isinstance(expr, ast.Attribute):

@@ -20,8 +20,16 @@ from collections.abc import Iterator, Mapping
 
 from ....errors import CandidateError, CompatError
 from ...pysource import SourceBudget
-from .model import (MODEL_FORMAT, SOURCE_FILE, apply_event, index_module, member_files, merge_class, module_events,
-                    packages_of)
+from .model import (
+    MODEL_FORMAT,
+    SOURCE_FILE,
+    apply_event,
+    index_module,
+    member_files,
+    merge_class,
+    module_events,
+    packages_of,
+)
 
 LAZY = "lazy"  # the state's marker: {"order": [module], "steps": {module: [[step, file, seq], ...]},
 # "modules": {module: entry} (those built), "defined": {module: [[seq, {qual: class entry}], ...]},

@@ -5,7 +5,7 @@ matches of the pattern anchored with ``^[ \\t]*`` (multiline), none overlapping 
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def line_start_matches(data: bytes, word: bytes, pattern: re.Pattern) -> Iterator[re.Match]:

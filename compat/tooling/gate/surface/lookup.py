@@ -12,8 +12,25 @@ import enum
 import functools
 from dataclasses import dataclass, field
 
-from .model import (ALL, ATTRS, BASES, DATACLASS, DC_FIELDS, DC_INIT, DEPRECATED, HAS_GETATTR, MODULE, NAMES,
-                    PARAMS, STAR, VARARGS, VARKW, bindings, parse_fields, parse_signature)
+from .model import (
+    ALL,
+    ATTRS,
+    BASES,
+    DATACLASS,
+    DC_FIELDS,
+    DC_INIT,
+    DEPRECATED,
+    HAS_GETATTR,
+    MODULE,
+    NAMES,
+    PARAMS,
+    STAR,
+    VARARGS,
+    VARKW,
+    bindings,
+    parse_fields,
+    parse_signature,
+)
 
 # Bases whose attribute sets are known without reading them (stdlib); any other outside base leaves a class open.
 _CLOSED_BASES = {"object": object, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Flag": enum.Flag,

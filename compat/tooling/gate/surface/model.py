@@ -35,8 +35,15 @@ import re
 from pathlib import PurePosixPath
 
 from ....errors import CandidateError, shown
-from ...pysource import (MAX_FILE_BYTES, MAX_FILE_TOKENS, SourceBudget, SourceTooLargeError, SourceUnparsableError,
-                         child_nodes, parse_source, size_of)
+from ...pysource import (
+    MAX_FILE_BYTES,
+    MAX_FILE_TOKENS,
+    SourceBudget,
+    SourceTooLargeError,
+    SourceUnparsableError,
+    parse_source,
+    size_of,
+)
 from .conditions import plain_call, shapes_of
 
 MODEL_FORMAT = 12  # 11: cached lazily, module by module (lazy_model.LazyModel.state); 12: call shapes carry the

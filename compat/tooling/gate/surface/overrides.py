@@ -24,12 +24,23 @@ from dataclasses import replace
 from .... import version as _v
 from ....errors import VersionError
 from . import guards as g
-from .conditions import NOT, always, beyond, decode_shape, describe
 from .check import MISSING_MEMBER, OVERRIDE, Finding, _guard_of
-from .project import SELF_ATTRIBUTE
+from .conditions import NOT, always, beyond, decode_shape, describe
 from .lookup import Surface
-from .model import (ATTRS, CALLED, HANDED_ON, HAS_GETATTR, PARAM_CALLS, PARAMS, SELF_CALLS, SPEC_BUILT, VARARGS,
-                    VARKW, parse_signature)
+from .model import (
+    ATTRS,
+    CALLED,
+    HANDED_ON,
+    HAS_GETATTR,
+    PARAM_CALLS,
+    PARAMS,
+    SELF_CALLS,
+    SPEC_BUILT,
+    VARARGS,
+    VARKW,
+    parse_signature,
+)
+from .project import SELF_ATTRIBUTE
 
 
 def _method_sig(surface: Surface, name: str, alternatives: tuple, kinds: tuple = ("m", "f")) -> dict | None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable
 
 MIN_BYTES = 1 << 20  # less source than this: one process (starting workers costs more than they save)
 CHUNK = 4  # jobs handed to a worker at a time

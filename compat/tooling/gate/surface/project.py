@@ -16,22 +16,51 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ....errors import CandidateError, CompatError
 from ...archive import read_file
 from ...pysource import SourceUnparsableError, child_nodes, parse_source
-from ....errors import CandidateError, CompatError
 from . import guards as g
 from .fallbacks import optional_imports, protecting
-from .forwarding import (AMBIGUOUS, FORWARDER_WORDS, PROJECT_CALL, SELF_VALUE, WORDS, add_forwarder,
-                         resolve_project_calls)
-from .line_starts import line_start_matches
+from .forwarding import (
+    AMBIGUOUS,
+    FORWARDER_WORDS,
+    PROJECT_CALL,
+    SELF_VALUE,
+    WORDS,
+    add_forwarder,
+    resolve_project_calls,
+)
 from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
-from .model import (COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature,
-                    signature, statements)
-from .project_classes import (BASES, CLASS_VALUES, COMPUTED, FILE, MEGATRON_BASES, MEMBERS, METHOD_LINES, OPEN,
-                              base_names, descendants, megatron_subclass_names, resolve_project_instances)
-from .providers import (DEF, FACTORY, MAX_DEPTH, METHOD, call_slots, defined, file_factories, project_function,
-                        settle, wanted, wanted_defs)
+from .line_starts import line_start_matches
+from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature, signature, statements
 from .pool import map_in_workers
+from .project_classes import (
+    BASES,
+    CLASS_VALUES,
+    COMPUTED,
+    FILE,
+    MEGATRON_BASES,
+    MEMBERS,
+    METHOD_LINES,
+    OPEN,
+    base_names,
+    descendants,
+    megatron_subclass_names,
+    resolve_project_instances,
+)
+from .providers import (
+    DEF,
+    FACTORY,
+    MAX_DEPTH,
+    METHOD,
+    call_slots,
+    defined,
+    file_factories,
+    project_function,
+    settle,
+    wanted,
+    wanted_defs,
+)
 from .scan_cache import FileScan, ScanCache, view_of
 from .spelling import Spelling
 from .splats import dict_keys
@@ -1227,8 +1256,8 @@ def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
         fields = fields_of.get(kind)
         if fields is None:
             fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
-        for field in fields:
-            value = getattr(sub, field, None)
+        for attr in fields:
+            value = getattr(sub, attr, None)
             if type(value) is list:
                 stack.extend([item for item in value if isinstance(item, node_type)])
             elif isinstance(value, node_type):

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...archive import read_file
 from ....errors import CompatError
+from ...archive import read_file
 from ...fsutil import WriteError, atomic_write_bytes
 from .cache import cache_dir, cache_key
 
@@ -75,7 +75,7 @@ class ScanCache:
     added: bool = False
 
     @classmethod
-    def open(cls, root: Path) -> "ScanCache":
+    def open(cls, root: Path) -> ScanCache:
         secret, _problem = cache_key()
         scanner = _scanner_digest()
         if secret is None or scanner is None:

@@ -19,8 +19,8 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from ...archive import read_file
 from ....errors import CompatError
+from ...archive import read_file
 from .line_starts import line_start_matches
 from .project import MAX_FILE_BYTES, project_module
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ... import refresh
 from .... import version as _v
 from ....errors import CandidateError
-from ..candidate import GateUsageError, fetch_release
+from ... import refresh
 from ...text import md_code, md_text
+from ..candidate import GateUsageError, fetch_release
 from . import check as c
 from .cache import cached_wheels, model_for, release_models, save_models, shipped_modules
-from .release_gate import check_model, history_note, parse_window
 from .lookup import Surface
 from .project import scan_project
+from .release_gate import check_model, history_note, parse_window
 from .report import cell_code
 
 OK, BREAK, GUARDED, DEPRECATED, NOT_SHIPPED = "ok", "BREAKS", "guarded", "deprecated", "not shipped"
