@@ -24,7 +24,7 @@ from . import version as _v
 from .configs import CONFIGS, config_class
 from .dtypes import is_torch_dtype
 from .errors import CompatError, CompatWarning, InvalidValueError, MegatronNotInstalledError
-from .registry import Field, Schema, check_from_record, registry
+from .registry import Field, Schema, check_from_record, registry, write_from_record
 
 
 class PostInitChangedWarning(CompatWarning):
@@ -111,7 +111,7 @@ def _read_live_schema(cls: type, config: str) -> Schema:
     return Schema(version, "live", tuple(fields), frozenset(post["reads"]), frozenset(post["writes"]),
                   tuple(check_from_record(c) for c in post["checks"]), post["dynamic_writes"],
                   tuple(k.__name__ for k in inspect.getmro(cls)[1:] if dataclasses.is_dataclass(k)),
-                  config=config, class_name=cls.__name__)
+                  tuple(post["effects"]), post["enums"], config=config, class_name=cls.__name__)
 
 
 def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) -> dict:
@@ -123,26 +123,46 @@ def _post_init(cls, config: str, version: str, names: tuple, annotations: dict) 
             known = reg.schema(version, config=config)
             return {"reads": known.post_init_reads, "writes": known.post_init_writes,
                     "dynamic_writes": known.dynamic_writes,
-                    "checks": [dataclasses.asdict(c) for c in known.checks]}
+                    "checks": [dataclasses.asdict(c) for c in known.checks], "effects": known.effects,
+                    "enums": known.enums}
     return _post_init_from_source(cls, annotations)
 
 
 def _post_init_from_source(cls, annotations: dict) -> dict:
     """``__post_init__`` facts read from the source of every class in ``cls``'s MRO that defines one (dataclass
     or mixin, in MRO order, as ``super().__post_init__()`` calls them)."""
-    mro = []
+    mro, enums = [], {}
     for klass in inspect.getmro(cls):
         if "__post_init__" not in vars(klass):
             continue
         node = _class_node(klass)
         if node is None:  # a __post_init__ we cannot read: it may set anything, so nothing is pre-checked
-            return {"reads": (), "writes": (), "dynamic_writes": True, "checks": []}
+            return {"reads": (), "writes": (), "dynamic_writes": True, "checks": [], "effects": (), "enums": {}}
         mro.append(node)
+        enums.update(_live_enums(node, getattr(inspect.getmodule(klass), "__dict__", {})))
     if not mro:
-        return {"reads": (), "writes": (), "dynamic_writes": False, "checks": []}
+        return {"reads": (), "writes": (), "dynamic_writes": False, "checks": [], "effects": (), "enums": {}}
     from .postinit import post_init_facts
 
-    return post_init_facts(mro, annotations)
+    facts = post_init_facts(mro, annotations, enums=enums)
+    return {**facts, "effects": tuple(write_from_record(w) for w in facts["effects"])}
+
+
+def _live_enums(node: ast.ClassDef, module_globals: dict) -> dict:
+    """The Enum classes a live class's source names (``X.member``), as the registry keeps them: mixin, member
+    values (a str or int, else None) and aliases, read from the real classes."""
+    out = {}
+    for n in ast.walk(node):
+        if not (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)):
+            continue
+        real = module_globals.get(n.value.id)
+        if not (isinstance(real, type) and issubclass(real, enum.Enum)) or n.value.id in out:
+            continue
+        mixin = "str" if issubclass(real, str) else "int" if issubclass(real, int) else None
+        members = {name: m.value if type(m.value) in (str, int) else None for name, m in real.__members__.items()}
+        aliases = {name: m.name for name, m in real.__members__.items() if m.name != name}
+        out[n.value.id] = {"mixin": mixin, "members": members, "aliases": aliases}
+    return out
 
 
 def _class_node(klass) -> ast.ClassDef | None:

@@ -152,6 +152,50 @@ class Dtype:
         return f"torch.{self.name}"
 
 
+class EnumMember:
+    """A member of one of the release's Enum classes, named in a check (``Fp8Recipe.delayed``): equal to the real
+    member of that name (a user's value when megatron is installed), to another EnumMember of that name and, for an
+    Enum that mixes in str or int, to its value, as the real member is. It has no truth value and no order: what
+    asks for one is UNKNOWN."""
+
+    __slots__ = ("enum", "name", "value", "mixin")
+
+    def __init__(self, enum: str, name: str, value, mixin: str | None):
+        self.enum, self.name, self.value, self.mixin = enum, name, value, mixin
+
+    def same(self, other) -> bool:
+        """``is``: the same member (real members are singletons; a str value is never one)."""
+        if isinstance(other, EnumMember):
+            return (other.enum, other.name) == (self.enum, self.name)
+        return type(other).__name__ == self.enum and getattr(other, "name", None) == self.name and \
+            type(other).__module__.startswith("megatron.")
+
+    def __eq__(self, other):
+        if self.same(other):
+            return True
+        if self.mixin is not None and self.value is not None and type(other).__name__ == self.mixin:
+            return other == self.value
+        return False
+
+    def __hash__(self):
+        return hash(self.value) if self.mixin is not None and self.value is not None else hash(self.name)
+
+    def __bool__(self):
+        raise TypeError("an Enum member's truth value is not modelled")
+
+    def __repr__(self):
+        return f"{self.enum}.{self.name}"
+
+
+def _enum_member(node: ast.expr, enums: Mapping) -> EnumMember | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in enums:
+        facts = enums[node.value.id]
+        name = facts.get("aliases", {}).get(node.attr, node.attr)
+        if node.attr in facts["members"]:
+            return EnumMember(node.value.id, name, facts["members"][name], facts["mixin"])
+    return None
+
+
 def _torch_dtype(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
         return dtype_name(f"torch.{node.attr}")
@@ -162,31 +206,39 @@ def _is_self_field(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def unsupported(node: ast.expr, functions: Collection[str] = ()) -> str | None:
+def unsupported(node: ast.expr, functions: Collection[str] = (), names: Collection[str] = (),
+                enums: Mapping | None = None) -> str | None:
     """Why ``node`` is outside the evaluator's language, or None when it is inside. ``functions``: names of the
-    caller's own functions the expression may call too (see ``evaluate``)."""
+    caller's own functions the expression may call too (see ``evaluate``); ``names``: the local variables it may
+    read (``__post_init__``'s, bound before the expression; ``evaluate`` reads them with ``scope``); ``enums``: the
+    release's Enum classes it may name members of (``Schema.enums``)."""
+    _CURRENT.static_enums = enums or {}
+    return _unsupported(node, functions, names)
+
+
+def _unsupported(node: ast.expr, functions: Collection[str], names: Collection[str]) -> str | None:
     if isinstance(node, ast.Constant):
         return None if isinstance(node.value, (bool, int, float, str, type(None))) else "a non-scalar constant"
     if _is_self_field(node) or _torch_dtype(node):
         return None
     if isinstance(node, ast.BoolOp):
-        return _first(node.values, functions)
+        return _first(node.values, functions, names)
     if isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, (ast.Not, ast.USub, ast.UAdd)):
             return "an operator"
-        return unsupported(node.operand, functions)
+        return _unsupported(node.operand, functions, names)
     if isinstance(node, ast.BinOp):
         if type(node.op) not in _BINOPS:
             return f"the operator {type(node.op).__name__}"
-        return _first([node.left, node.right], functions)
+        return _first([node.left, node.right], functions, names)
     if isinstance(node, ast.Compare):
         if any(type(op) not in _CMPOPS and not isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             return "a comparison it does not know"
-        return _first([node.left, *node.comparators], functions)
+        return _first([node.left, *node.comparators], functions, names)
     if isinstance(node, ast.IfExp):
-        return _first([node.test, node.body, node.orelse], functions)
+        return _first([node.test, node.body, node.orelse], functions, names)
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return _first(node.elts, functions)
+        return _first(node.elts, functions, names)
     if isinstance(node, ast.Call):
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if (name not in _FUNCTIONS and name not in functions) or node.keywords:
@@ -194,18 +246,18 @@ def unsupported(node: ast.expr, functions: Collection[str] = ()) -> str | None:
         if name == "isinstance":
             if len(node.args) != 2 or not _type_arg(node.args[1]):
                 return "isinstance against a non-builtin type"
-            return unsupported(node.args[0], functions)
-        return _first(node.args, functions)
+            return _unsupported(node.args[0], functions, names)
+        return _first(node.args, functions, names)
     if isinstance(node, ast.Name):
-        return f"the name {node.id}"
+        return None if node.id in names else f"the name {node.id}"
     if isinstance(node, ast.Attribute):
-        return f"the attribute {ast.unparse(node)}"
+        return None if _enum_member(node, _CURRENT.static_enums) is not None else f"the attribute {ast.unparse(node)}"
     return f"a {type(node).__name__} expression"
 
 
-def _first(nodes, functions: Collection[str]) -> str | None:
+def _first(nodes, functions: Collection[str], names: Collection[str]) -> str | None:
     for n in nodes:
-        why = unsupported(n, functions)
+        why = _unsupported(n, functions, names)
         if why:
             return why
     return None
@@ -226,24 +278,32 @@ def _expr(text: str) -> ast.expr:
 
 
 def evaluate(text: str, env: dict, work: Work | None = None,
-             functions: Mapping[str, Callable] | None = None):
+             functions: Mapping[str, Callable] | None = None, scope: str | None = None, enums: Mapping | None = None):
     """The value of ``text`` given ``env`` (field name -> value, dtypes as ``Dtype``), or UNKNOWN. ``work``: the
     budget to charge (a fresh MAX_WORK when None). ``functions``: the caller's own functions the text may call by
-    name, beside the builtins (the curated checks' environment functions); each returns a value or UNKNOWN."""
+    name, beside the builtins (the curated checks' environment functions); each returns a value or UNKNOWN.
+    ``scope``: a bare name ``x`` is the local variable ``env["<scope>.x"]`` (``local_key``); without, UNKNOWN.
+    ``enums``: Enum class -> its facts (``Schema.enums``): ``E.member`` is an ``EnumMember``."""
     try:
-        return _within(work or Work(), _eval, _expr(text), env, functions=functions or {})
+        return _within(work or Work(), _eval, _expr(text), env, functions=functions or {}, scope=scope, enums=enums)
     except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError, IndexError, RecursionError,
             MemoryError, SyntaxError, _TooLarge):
         return UNKNOWN
 
 
-def _within(work: Work, fn, *args, functions: Mapping[str, Callable] | None = None):
-    outer = getattr(_CURRENT, "work", None), getattr(_CURRENT, "functions", None)
-    _CURRENT.work, _CURRENT.functions = work, functions or {}
+def _within(work: Work, fn, *args, functions: Mapping[str, Callable] | None = None, scope: str | None = None,
+            enums: Mapping | None = None):
+    outer = tuple(getattr(_CURRENT, k, None) for k in ("work", "functions", "scope", "enums"))
+    _CURRENT.work, _CURRENT.functions, _CURRENT.scope, _CURRENT.enums = work, functions or {}, scope, enums or {}
     try:
         return fn(*args)
     finally:
-        _CURRENT.work, _CURRENT.functions = outer
+        _CURRENT.work, _CURRENT.functions, _CURRENT.scope, _CURRENT.enums = outer
+
+
+def local_key(scope: str, name: str) -> str:
+    """The env key of local variable ``name`` of ``scope``'s ``__post_init__`` (a dot: never a field's name)."""
+    return f"{scope}.{name}"
 
 
 def truth(value):
@@ -265,9 +325,15 @@ def _value(node: ast.expr, env: dict):
         return node.value
     if _is_self_field(node):
         return env.get(node.attr, UNKNOWN)
+    if isinstance(node, ast.Name):
+        scope = _CURRENT.scope
+        return UNKNOWN if scope is None else env.get(local_key(scope, node.id), UNKNOWN)
     dtype = _torch_dtype(node)
     if dtype:
         return Dtype(dtype)
+    if isinstance(node, ast.Attribute):
+        member = _enum_member(node, _CURRENT.enums)
+        return UNKNOWN if member is None else member
     if isinstance(node, ast.BoolOp):
         is_and = isinstance(node.op, ast.And)
         result = None
@@ -289,7 +355,8 @@ def _value(node: ast.expr, env: dict):
         return -operand if isinstance(node.op, ast.USub) else +operand
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env), _eval(node.right, env)
-        if left is UNKNOWN or right is UNKNOWN or isinstance(left, Dtype) or isinstance(right, Dtype):
+        if left is UNKNOWN or right is UNKNOWN or isinstance(left, (Dtype, EnumMember)) or \
+                isinstance(right, (Dtype, EnumMember)):
             return UNKNOWN
         if not _result_fits(type(node.op), left, right):
             return UNKNOWN
@@ -301,7 +368,10 @@ def _value(node: ast.expr, env: dict):
             if left is UNKNOWN or right is UNKNOWN:
                 return UNKNOWN
             if isinstance(op, (ast.Is, ast.IsNot)):
-                same = left == right if isinstance(left, Dtype) and isinstance(right, Dtype) else left is right
+                if isinstance(left, EnumMember) or isinstance(right, EnumMember):
+                    same = left.same(right) if isinstance(left, EnumMember) else right.same(left)
+                else:
+                    same = left == right if isinstance(left, Dtype) and isinstance(right, Dtype) else left is right
                 ok = same if isinstance(op, ast.Is) else not same
             else:
                 if isinstance(right, (list, tuple, set)) and any(v is UNKNOWN for v in right):
@@ -328,19 +398,25 @@ def _value(node: ast.expr, env: dict):
         name = node.func.id
         if name == "isinstance":
             value = _eval(node.args[0], env)
-            if value is UNKNOWN or isinstance(value, Dtype):
+            if value is UNKNOWN or isinstance(value, (Dtype, EnumMember)):
                 return UNKNOWN
             return isinstance(value, _type_arg(node.args[1]))
         args = [_eval(a, env) for a in node.args]
-        if any(a is UNKNOWN or isinstance(a, Dtype) for a in args):
+        if any(a is UNKNOWN or isinstance(a, (Dtype, EnumMember)) for a in args):
             return UNKNOWN
         fn = _FUNCTIONS.get(name) or _CURRENT.functions.get(name)
         return UNKNOWN if fn is None else fn(*args)
     return UNKNOWN
 
 
-def render(message: str | None, env: dict) -> str | None:
-    """Megatron's message with its f-string fields filled in where they can be evaluated."""
+class _Every:
+    def __contains__(self, _name) -> bool:
+        return True
+
+
+def render(message: str | None, env: dict, scope: str | None = None) -> str | None:
+    """Megatron's message with its f-string fields filled in where they can be evaluated (``scope``: see
+    ``evaluate``)."""
     if not message:
         return message
     try:
@@ -351,7 +427,7 @@ def render(message: str | None, env: dict) -> str | None:
         return node.value
     if not isinstance(node, ast.JoinedStr):
         return message
-    return _within(Work(), _render_pieces, node, env)
+    return _within(Work(), _render_pieces, node, env, scope=scope)
 
 
 def _render_pieces(node: ast.JoinedStr, env: dict) -> str:
@@ -360,7 +436,8 @@ def _render_pieces(node: ast.JoinedStr, env: dict) -> str:
         if isinstance(piece, ast.Constant):
             parts.append(str(piece.value))
             continue
-        value = UNKNOWN if unsupported(piece.value) else _safe(piece.value, env)
+        names = _Every() if _CURRENT.scope is not None else ()
+        value = UNKNOWN if unsupported(piece.value, names=names) else _safe(piece.value, env)
         text = None if value is UNKNOWN else _text(value, piece.conversion == ord("r"))
         parts.append("{" + ast.unparse(piece.value) + "}" if text is None else text)
     return "".join(parts)
@@ -383,5 +460,5 @@ def _text(value, as_repr: bool) -> str | None:
         return None
 
 
-__all__ = ["Dtype", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "render", "size",
-           "truth", "unsupported"]
+__all__ = ["Dtype", "EnumMember", "MAX_INT_BITS", "MAX_VALUE_SIZE", "MAX_WORK", "UNKNOWN", "Work", "evaluate", "local_key", "render",
+           "size", "truth", "unsupported"]

@@ -11,6 +11,7 @@ The curated checks of rules.json (owner ``rules.json``) have the same shape and 
 """
 from __future__ import annotations
 
+import bisect
 import os
 import sys
 
@@ -18,9 +19,10 @@ from . import version as _v
 from .annotations import type_of
 from .errors import CompatError, ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
-from .registry import Check, Schema
+from .registry import Check, Schema, Write
 
 CURATED = "rules.json"  # the owner of a curated check
+_COPY_COST = 64  # Work charged per value copied into a new version of the values (a node visit's cost)
 
 
 def _env_items(name: object) -> tuple[str, ...] | object:
@@ -47,11 +49,16 @@ def applies(check: Check, schema: Schema) -> bool:
     return set(check.reads) <= schema.post_init_reads and _v.within(schema.version, check.since, check.until)
 
 
-def holds(check: Check, env: dict, work: Work | None = None) -> bool | None:
-    """Whether every condition of ``check.when`` is True (None: one is unknown)."""
+def holds(check: Check, env: dict, work: Work | None = None, timeline: Timeline | None = None) -> bool | None:
+    """Whether every condition of ``check.when`` is True (None: one is unknown). With a ``timeline``, each condition
+    is read with the values of the moment it was evaluated (``check.when_at``)."""
     work = work or Work()
-    for cond in check.when:
-        t = truth(evaluate(cond, env, work, CURATED_FUNCTIONS if check.owner == CURATED else None))
+    functions = CURATED_FUNCTIONS if check.owner == CURATED else None
+    scope = None if check.owner == CURATED else check.owner
+    enums = timeline.enums if timeline is not None else None
+    for i, cond in enumerate(check.when):
+        values = timeline.at(check.when_at[i]) if timeline is not None and check.when_at else env
+        t = truth(evaluate(cond, values, work, functions, scope, enums))
         if t is UNKNOWN:
             return None
         if not t:
@@ -64,6 +71,8 @@ def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> 
     env = {}
     for f in schema.fields:
         env[f.name] = f.default if f.exact and not f.required else UNKNOWN
+        if not f.exact and not f.required and schema.enums and f.default_text.count(".") == 1:
+            env[f.name] = evaluate(f.default_text, {}, enums=schema.enums)  # AttnBackend.auto: its member
     env.update(kwargs)
     env.update(overrides or {})
     for f in schema.fields:
@@ -75,27 +84,83 @@ def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> 
     return env
 
 
-def fires(check: Check, env: dict, work: Work | None = None) -> bool | None:
+class Timeline:
+    """The field values ``__post_init__`` sees after each of its writes (``Schema.effects``), replayed lazily from
+    the first values: a write whose conditions are False does not happen; one that surely happens with a value the
+    evaluator computes sets it; any other (conditions unknown, in a loop, a value it cannot compute, a target it
+    cannot name) makes what it may set UNKNOWN. A version of the values is kept only where a write changed one."""
+
+    def __init__(self, schema: Schema, env: dict, work: Work):
+        self._writes, self._work, self.enums = schema.effects, work, schema.enums
+        self._applied: list[int] = [0]  # writes applied before each version of the values (increasing)
+        self._versions: list[dict] = [env]
+        self._done = 0
+
+    def at(self, position: int) -> dict:
+        """The values after the first ``position`` writes."""
+        while self._done < min(position, len(self._writes)):
+            self._apply(self._writes[self._done])
+            self._done += 1
+        return self._versions[bisect.bisect_right(self._applied, position) - 1]
+
+    def _apply(self, write: Write) -> None:
+        current = self._versions[-1]
+        if write.targets == ():
+            return
+        when = True
+        for cond, position in zip(write.when, write.when_at):
+            t = truth(evaluate(cond, self.at(position), self._work, scope=write.owner, enums=self.enums))
+            if t is not UNKNOWN and not t:
+                return
+            if t is UNKNOWN:
+                when = None
+        targets = tuple(current) if write.targets is None else write.targets
+        value = UNKNOWN
+        if when and write.maybe is None and write.value is not None and write.targets is not None:
+            value = evaluate(write.value, current, self._work, scope=write.owner, enums=self.enums)
+        if all(_same(current.get(t, UNKNOWN), value) for t in targets):
+            return
+        self._work.left -= _COPY_COST * len(current)  # a new version of the values, charged like any value made
+        if self._work.left < 0:  # the budget is spent: from here on nothing is known
+            value, targets = UNKNOWN, tuple(current)
+        self._applied.append(self._done + 1)
+        self._versions.append({**current, **dict.fromkeys(targets, value)})
+
+
+def _same(a, b) -> bool:
+    if a is UNKNOWN or b is UNKNOWN:
+        return a is b
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # a user value whose == fails or has no truth value
+        return False
+
+
+def fires(check: Check, env: dict, work: Work | None = None, timeline: Timeline | None = None) -> bool | None:
     """True: the check rejects ``env``; False: it passes; None: we cannot tell (skipped or unknown). ``work``: the
-    evaluation budget, shared by the checks of one call (a fresh one when None)."""
+    evaluation budget, shared by the checks of one call (a fresh one when None). ``timeline``: the writes of
+    ``__post_init__`` replayed, for an extracted check (its test is read with the values at ``check.at``)."""
     if check.skip is not None:
         return None
     if check.kind == "assert" and sys.flags.optimize:
         return None
     work = work or Work()
-    when = holds(check, env, work)
+    when = holds(check, env, work, timeline)
     if not when:
         return when
     if check.kind == "raise":
         return True
-    t = truth(evaluate(check.test, env, work))
+    values = timeline.at(check.at) if timeline is not None else env
+    t = truth(evaluate(check.test, values, work, scope=None if check.owner == CURATED else check.owner,
+                       enums=timeline.enums if timeline is not None else None))
     return None if t is UNKNOWN else not t
 
 
 def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
     out, work = [], Work()
+    timeline = Timeline(schema, env, work)
     for check in schema.checks:
-        if fires(check, env, work):
+        if fires(check, env, work, timeline):
             out.append(check)
             if first:
                 break
@@ -105,8 +170,9 @@ def violations(schema: Schema, env: dict, *, first: bool = True) -> list[Check]:
 def run(schema: Schema, env: dict) -> tuple[Check | None, dict]:
     """(the first check that fires or None, how many checks were evaluated and how many could not be)."""
     counts, work = {"checks": len(schema.checks), "evaluated": 0, "not_evaluated": 0}, Work()
+    timeline = Timeline(schema, env, work)
     for check in schema.checks:
-        outcome = fires(check, env, work)
+        outcome = fires(check, env, work, timeline)
         if outcome:
             return check, counts
         counts["evaluated" if outcome is not None else "not_evaluated"] += 1
@@ -114,8 +180,11 @@ def run(schema: Schema, env: dict) -> tuple[Check | None, dict]:
 
 
 def error_for(check: Check, env: dict, schema: Schema) -> ConstraintError:
+    if check.owner != CURATED:
+        env = Timeline(schema, env, Work()).at(check.at)  # the values the check read, after the writes before it
     values = {name: _shown(env.get(name, UNKNOWN)) for name in check.reads}
-    message = render(check.message, env) or f"{check.exception} in __post_init__"
+    message = render(check.message, env, None if check.owner == CURATED else check.owner) or \
+        f"{check.exception} in __post_init__"
     rule = f"{check.owner}.__post_init__ {check.kind} at {check.where()}"
     error = ConstraintError(rule, message, values, schema.version)
     error.check = check
@@ -128,4 +197,4 @@ def _shown(value):
     return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
-__all__ = ["CURATED", "CURATED_FUNCTIONS", "applies", "environment", "error_for", "fires", "holds", "run", "violations"]
+__all__ = ["CURATED", "CURATED_FUNCTIONS", "Timeline", "applies", "environment", "error_for", "fires", "holds", "run", "violations"]

@@ -74,9 +74,30 @@ class Check:
     since: str | None = None  # a curated check's release range (``version.within``)
     until: str | None = None
     sets: tuple[tuple[str, object], ...] = ()  # kind "coerce": the values __post_init__ forces when ``when`` holds
+    at: int = 0  # extracted: how many writes of Schema.effects run before it
+    when_at: tuple[int, ...] = ()  # extracted: the same, for the moment each condition of ``when`` was evaluated
 
     def where(self) -> str:
         return f"{path_of_class(self.owner, self.owner)}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of ``__post_init__`` to a field of ``self``, as data (see ``compat.postinit``)."""
+
+    targets: tuple[str, ...] | None  # the fields it may set; None: any (a setattr it cannot name, a method of self)
+    when: tuple[str, ...]
+    when_at: tuple[int, ...]
+    value: str | None  # what it sets, as the evaluator's language; None: unknown
+    maybe: str | None  # why it may not happen when ``when`` holds ("in a loop", "in a try block"); None: it does
+    line: int
+    owner: str
+
+
+def write_from_record(record: dict) -> Write:
+    targets = record.get("targets")
+    return Write(None if targets is None else tuple(targets), tuple(record["when"]), tuple(record["when_at"]),
+                 record.get("value"), record.get("maybe"), record.get("line", 0), record.get("owner", ""))
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,6 +114,8 @@ class Schema:
     checks: tuple[Check, ...] = ()
     dynamic_writes: bool = False
     bases: tuple[str, ...] = ()
+    effects: tuple[Write, ...] = ()  # __post_init__'s writes in program order (a check's ``at`` indexes them)
+    enums: dict = field(default_factory=dict)  # Enum class -> {mixin, members, aliases}: those the checks name
     _index: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
@@ -134,7 +157,8 @@ def check_from_record(record: dict) -> Check:
     return Check(record["kind"], record["exception"], tuple(record["when"]), record.get("test"),
                  record.get("message"), tuple(record["reads"]), record.get("skip"), record.get("line", 0),
                  record["owner"], record.get("id", ""), tuple(record.get("evidence", ())), record.get("since"),
-                 record.get("until"), tuple(dict(record.get("sets") or ()).items()))
+                 record.get("until"), tuple(dict(record.get("sets") or ()).items()), record.get("at", 0),
+                 tuple(record.get("when_at", ())))
 
 
 def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) -> Schema:
@@ -143,7 +167,8 @@ def schema_from_snapshot(version: str, source: str, snap: dict, *, config: str) 
     return Schema(version, source, tuple(field_from_record(f) for f in snap["fields"]),
                   frozenset(post["reads"]), frozenset(post["writes"]),
                   tuple(check_from_record(c) for c in post.get("checks", ())), bool(post.get("dynamic_writes")),
-                  tuple(snap.get("bases", ())), config=config, class_name=snap.get("class", CONFIGS[config].class_name))
+                  tuple(snap.get("bases", ())), tuple(write_from_record(w) for w in post.get("effects", ())),
+                  post.get("enums", {}), config=config, class_name=snap.get("class", CONFIGS[config].class_name))
 
 
 class _LazyChecks(tuple):
@@ -156,7 +181,7 @@ class _LazyChecks(tuple):
 
     def _all(self) -> tuple:
         if self._made is None:
-            self._made = tuple(self._reg._check(i, line) for i, line in self._refs)
+            self._made = tuple(self._reg._check(*ref) for ref in self._refs)
         return self._made
 
     def __iter__(self):
@@ -218,7 +243,8 @@ class Registry:
         checks = _LazyChecks(self, snap["checks"])
         return Schema(version, "registry", fields, frozenset(fields[i].name for i in snap["reads"]),
                       frozenset(fields[i].name for i in snap["writes"]), checks, snap["dynamic_writes"],
-                      tuple(snap["bases"]), config=config, class_name=snap["class"])
+                      tuple(snap["bases"]), tuple(self._write(i, line) for i, line in snap["effects"]),
+                      snap["enums"], config=config, class_name=snap["class"])
 
     def fields_of(self, version: str, *, config: str) -> tuple[Field, ...]:
         """The fields alone (cheaper than ``schema``)."""
@@ -230,10 +256,13 @@ class Registry:
             self._fields[i] = field_from_record(self.data["fields"][i])
         return self._fields[i]
 
-    def _check(self, i: int, line: int) -> Check:
+    def _check(self, i: int, line: int, at: int = 0, when_at: tuple = ()) -> Check:
         if i not in self._checks:
             self._checks[i] = check_from_record({**self.data["checks"][i], "line": 0})
-        return replace(self._checks[i], line=line)
+        return replace(self._checks[i], line=line, at=at, when_at=tuple(when_at))
+
+    def _write(self, i: int, line: int) -> Write:
+        return write_from_record({**self.data["writes"][i], "line": line})
 
     def versions_having(self, config: str) -> list[str]:
         return [v for v in self.versions() if self.has(v, config=config)]

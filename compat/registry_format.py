@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The registry file format (format 2): releases -> one snapshot per config class, snapshots -> interned records.
+"""The registry file format (format 3): releases -> one snapshot per config class, snapshots -> interned records.
 
 Every field record and every ``__post_init__`` check is stored once (``fields`` and ``checks`` tables, numbered in
-order of first appearance), every distinct snapshot once (keyed ``<config>@<first release that has it>``), so a
-release that changes nothing costs one line. ``encode`` is a pure function of the releases' facts: a registry
-rebuilt from the same wheels, or grown one release at a time by ``gate --accept``, is byte-identical.
+order of first appearance; a snapshot lists each of its checks as [record, line, at, when_at], the position
+beside the shared record), every ``__post_init__`` write record once (``writes``; a snapshot's ``effects`` list
+[record, line] in program order; its ``enums`` are the Enum classes its checks name members of), and every
+distinct snapshot once (keyed ``<config>@<first release that has it>``), so a release that changes nothing costs
+one line. ``encode`` is a pure function of the releases' facts: a registry rebuilt from the same wheels, or grown
+one release at a time by ``gate --accept``, is byte-identical.
 """
 from __future__ import annotations
 
@@ -12,10 +15,13 @@ import json
 
 from .configs import CONFIGS
 
-FORMAT = 2
+FORMAT = 3
 PACKAGE = "megatron-core"
 SOURCE = "release wheels, read with ast"
 _RELEASE_KEYS = ("version", "yanked", "requires_python")
+
+
+_POSITION = ("line", "at", "when_at")  # where a check sits in one release: kept beside the shared record
 
 
 def _key(record) -> str:
@@ -32,8 +38,10 @@ def encode(releases: list[dict]) -> dict:
     """The registry data for decoded releases (any order; one entry per version)."""
     fields: list[dict] = []
     checks: list[dict] = []
+    writes: list[dict] = []
     ids: dict[str, int] = {}
     check_ids: dict[str, int] = {}
+    write_ids: dict[str, int] = {}
     snapshots: dict[str, dict] = {}
     snapshot_keys: dict[str, str] = {}
     out_releases = []
@@ -57,8 +65,11 @@ def encode(releases: list[dict]) -> dict:
                     "reads": sorted(position[n] for n in post["reads"]),
                     "writes": sorted(position[n] for n in post["writes"]),
                     "dynamic_writes": bool(post["dynamic_writes"]),
-                    "checks": [[intern(checks, check_ids, {k: v for k, v in c.items() if k != "line"}), c["line"]]
-                               for c in post["checks"]]}
+                    "checks": [[intern(checks, check_ids, {k: v for k, v in c.items() if k not in _POSITION}),
+                                c["line"], c.get("at", 0), c.get("when_at", [])] for c in post["checks"]],
+                    "effects": [[intern(writes, write_ids, {k: v for k, v in w.items() if k != "line"}), w["line"]]
+                                for w in post.get("effects", ())],
+                    "enums": post.get("enums", {})}
             content = _key(snap)
             if content not in snapshot_keys:
                 snapshot_keys[content] = f"{config}@{release['version']}"
@@ -66,7 +77,7 @@ def encode(releases: list[dict]) -> dict:
             refs[config] = snapshot_keys[content]
         out_releases.append({**{k: release[k] for k in _RELEASE_KEYS}, "configs": refs})
     return {"format": FORMAT, "package": PACKAGE, "source": SOURCE, "releases": out_releases,
-            "snapshots": snapshots, "fields": fields, "checks": checks}
+            "snapshots": snapshots, "fields": fields, "checks": checks, "writes": writes}
 
 
 def decode_snapshot(data: dict, key: str) -> dict:
@@ -76,7 +87,10 @@ def decode_snapshot(data: dict, key: str) -> dict:
             "post_init": {"reads": sorted(fields[i]["name"] for i in snap["reads"]),
                           "writes": sorted(fields[i]["name"] for i in snap["writes"]),
                           "dynamic_writes": snap["dynamic_writes"],
-                          "checks": [{**data["checks"][i], "line": line} for i, line in snap["checks"]]}}
+                          "checks": [{**data["checks"][i], "line": line, "at": at, "when_at": when_at}
+                                     for i, line, at, when_at in snap["checks"]],
+                          "effects": [{**data["writes"][i], "line": line} for i, line in snap["effects"]],
+                          "enums": snap["enums"]}}
 
 
 def decode(data: dict) -> list[dict]:

@@ -25,7 +25,7 @@ RUNTIME = ["__init__.py", "errors.py", "version.py", "bounded_read.py", "configs
            "build.py", "config_audit.py"]
 TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "tooling/fsutil.py", "tooling/pysource.py",
            "tooling/archive.py",
-           "tooling/enum_members.py", "tooling/extract.py", "tooling/fetch.py", "tooling/refresh.py",
+           "tooling/enum_members.py", "tooling/string_values.py", "tooling/extract.py", "tooling/fetch.py", "tooling/refresh.py",
            "tooling/gate/__init__.py", "tooling/gate/candidate.py", "tooling/gate/policy.py", "tooling/gate/levels.py",
            "tooling/gate/diff.py", "tooling/gate/label.py", "tooling/gate/metadata.py", "tooling/gate/aliases.py",
            "tooling/gate/blame.py", "tooling/gate/lanes.py", "tooling/gate/ckpt.py", "tooling/gate/training.py",

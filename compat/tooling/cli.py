@@ -145,14 +145,13 @@ def cmd_fields(args) -> int:
 
 
 def cmd_registry_refresh(args) -> int:
-    from ..registry import registry
+    from ..registry import load_json
     from . import refresh
 
     out = Path(args.out) if args.out else Path(__file__).resolve().parents[1] / "data" / "registry.json"
     versions = None
-    if args.only_known:
-        reg = registry()
-        versions = {v: reg.is_yanked(v) for v in reg.versions()}
+    if args.only_known:  # the releases it lists, read without its format: refreshing is how a format changes
+        versions = {r["version"]: r["yanked"] for r in load_json("registry.json")["releases"]}
     log = (lambda _msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr))
     result = refresh.refresh(out, versions, log=log)
     summary = {"out": str(out), "releases": len(result["releases"]), "snapshots": len(result["snapshots"]),

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from ..configs import CONFIGS, DDP_PATH, OPTIMIZER_PATH, path_of_class
 from ..errors import CandidateError
-from ..postinit import post_init_facts
+from ..postinit import post_init_facts, post_init_method
 from ..version import version_from_package_info
 from .archive import open_source
-from .enum_members import field_enums
+from .enum_members import enums_named_in, field_enums
 from .pysource import SourceBudget, parse_source
+from .string_values import Scope, StringValues
 
 PACKAGE_INFO_PATH = "megatron/core/package_info.py"
 DDP_CLASS = "DistributedDataParallelConfig"
@@ -150,11 +151,12 @@ def merged_fields(mro: list[ast.ClassDef]) -> list[dict]:
     return list(fields.values())
 
 
-def facts_from_classes(mro: list[ast.ClassDef]) -> dict:
-    """Snapshot facts of the class ``mro[0]``: class, bases, fields and ``__post_init__`` facts."""
+def facts_from_classes(mro: list[ast.ClassDef], target_names=None, enums: dict | None = None) -> dict:
+    """Snapshot facts of the class ``mro[0]``: class, bases, fields and ``__post_init__`` facts (``target_names``,
+    ``enums``: see ``compat.postinit.post_init_facts``)."""
     fields = merged_fields(mro)
     return {"class": mro[0].name, "bases": [c.name for c in mro[1:]], "fields": fields,
-            "post_init": post_init_facts(mro, {f["name"]: f["annotation"] for f in fields})}
+            "post_init": post_init_facts(mro, {f["name"]: f["annotation"] for f in fields}, target_names, enums)}
 
 
 def parse_classes(source: bytes | str, label: str, budget: SourceBudget | None = None) -> dict[str, ast.ClassDef]:
@@ -170,15 +172,49 @@ class _Files:
     """Parsed config files of one source, each read and parsed once."""
 
     def __init__(self, read):
-        self.read, self.parsed, self.raw = read, {}, {}
+        self.read, self.parsed, self.raw, self.trees = read, {}, {}, {}
         self.budget = SourceBudget()
+        self.path_of: dict[int, str] = {}  # id(ClassDef) -> the file it was read from
+        self._strings = StringValues(self._module_or_none)
+
+    def module(self, path: str) -> ast.Module | None:
+        """The parsed module at ``path`` (a package's ``__init__.py`` for ``pkg.py``), None when absent."""
+        for candidate in (path, path.removesuffix(".py") + "/__init__.py"):
+            if candidate not in self.trees:
+                data = self.read(candidate)
+                self.raw[candidate] = data
+                self.trees[candidate] = None if data is None else parse_source(data, candidate, self.budget)
+            if self.trees[candidate] is not None:
+                return self.trees[candidate]
+        return None
+
+    def _module_or_none(self, path: str) -> ast.Module | None:
+        try:  # a module read only to name setattr targets: unreadable means "cannot name them", not a failure
+            return self.module(path)
+        except CandidateError:
+            return None
 
     def classes(self, path: str) -> dict[str, ast.ClassDef]:
         if path not in self.parsed:
-            data = self.read(path)
-            self.raw[path] = data
-            self.parsed[path] = {} if data is None else parse_classes(data, path, self.budget)
+            tree = self.module(path) if path.endswith(".py") or path == "<source>" else None
+            classes = {}
+            for node in tree.body if tree is not None else ():
+                if isinstance(node, ast.ClassDef):
+                    classes[node.name] = node  # the last definition wins
+                    self.path_of[id(node)] = path
+            self.parsed[path] = classes
         return self.parsed[path]
+
+    def enums(self, mro: list[ast.ClassDef]) -> dict:
+        """The Enum classes the ``__post_init__`` methods of ``mro`` name members of (``enum_members``)."""
+        methods = [(m, self.path_of[id(c)]) for c in mro if id(c) in self.path_of
+                   if (m := post_init_method(c)) is not None]
+        return enums_named_in(methods, self._module_or_none, self.classes)
+
+    def target_names(self, target: ast.expr, function: ast.FunctionDef, cls: ast.ClassDef):
+        """The strings a setattr target in ``cls.__post_init__`` may be (``compat.tooling.string_values``)."""
+        path = self.path_of.get(id(cls))
+        return None if path is None else self._strings.strings(target, Scope(path, function))
 
     def mro(self, name: str, path: str) -> list[ast.ClassDef] | None:
         cls = self.classes(path).get(name)
@@ -202,11 +238,11 @@ class _Files:
 
 def extract_class(source: str | bytes, class_name: str) -> dict:
     """One class from one file's source (bases defined in the same file are followed)."""
-    files = _Files(lambda _path: source)
+    files = _Files(lambda path: source if path == "<source>" else None)
     mro = files.mro(class_name, "<source>")
     if mro is None:
         raise CandidateError(f"class {class_name} not found in the source")
-    return facts_from_classes(mro)
+    return facts_from_classes(mro, files.target_names, files.enums(mro))
 
 
 def extract_configs(read) -> dict:
@@ -216,7 +252,7 @@ def extract_configs(read) -> dict:
     for key, config in CONFIGS.items():
         mro = files.mro(config.class_name, config.path)
         if mro is not None:
-            facts = facts_from_classes(mro)
+            facts = facts_from_classes(mro, files.target_names, files.enums(mro))
             enums = field_enums(facts["fields"], config.path, files.classes, files.raw.get)
             facts["fields"] = [{**f, "enums": enums[f["name"]]} if f["name"] in enums else f for f in facts["fields"]]
             out[key] = {"sha256": sha256(files.raw[config.path]), **facts}

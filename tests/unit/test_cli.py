@@ -80,12 +80,15 @@ def test_import_does_not_import_torch_or_megatron():
 
 # ------------------------------------------------------------------------------------ every config class
 def test_explain_config_transformer_lists_every_field_with_checks():
-    proc = here("explain", "--config", "transformer", "--mcore", "0.16.1", "--set", "num_layers=2",
-                "--set", "first_pipeline_num_layers=1", "--json")
+    # 3 layers, 1 of them on the first of 2 stages (2 layers on 1 stage: megatron refuses, 1 middle layer, no stage)
+    proc = here("explain", "--config", "transformer", "--mcore", "0.16.1", "--set", "num_layers=3",
+                "--set", "first_pipeline_num_layers=1", "--set", "pipeline_model_parallel_size=2",
+                "--set", "pipeline_dtype=float32", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["class"] == "TransformerConfig" and out["kwargs"] == {"num_layers": 2,
-                                                                    "num_layers_in_first_pipeline_stage": 1}
+    assert out["class"] == "TransformerConfig" and out["kwargs"] == {
+        "num_layers": 3, "num_layers_in_first_pipeline_stage": 1, "pipeline_model_parallel_size": 2,
+        "pipeline_dtype": "float32"}
     assert out["fields"]["num_layers_in_first_pipeline_stage"]["given_as"] == ["first_pipeline_num_layers"]
     assert out["prechecks"]["checks"] == 149 and len(out["fields"]) > 242
 

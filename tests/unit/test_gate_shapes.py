@@ -148,12 +148,19 @@ def test_post_init_walk_guards_and_skips():
     """), "C")
     checks = {c["line"]: c for c in facts["post_init"]["checks"]}
     by_msg = {(c["message"] or ""): c for c in checks.values()}
-    assert "may set before it" in by_msg["f'b must be positive, got {self.b}'"]["skip"]
+    positive = by_msg["f'b must be positive, got {self.b}'"]
+    effects = facts["post_init"]["effects"]
+    [write_b, anything] = [w for w in effects if w["targets"] is None or "b" in w["targets"]]
+    assert positive["skip"] is None and positive["at"] == effects.index(write_b) + 1  # after the write of b
+    assert write_b == {"targets": ["b"], "when": ["not self.a < 0", "self.b is None"], "when_at": [0, 0],
+                       "value": "4", "maybe": None, "line": write_b["line"], "owner": "C"}
+    assert anything["targets"] is None and anything["when"] == ["not self.a < 0"]  # helper(self) may set any field
     big = by_msg["'a too big'"]
     assert big["skip"] is None and big["when"] == ["not self.a < 0", "self.a > 5"]  # the early return guards it
     assert by_msg["'empty'"]["skip"] == "in a loop"
     assert by_msg["'no te'"]["skip"] == "in an except handler"
-    assert by_msg["'three'"]["skip"] == "follows a write whose target it cannot name"  # helper(self)
+    three = by_msg["'three'"]  # after helper(self): pre-checked, read as UNKNOWN there
+    assert three["skip"] is None and three["at"] == effects.index(anything) + 1
 
 
 def test_a_new_field_without_a_default_is_breaking(tmp_path):

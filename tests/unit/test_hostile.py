@@ -31,6 +31,7 @@ from extraction_memo import memoized
 import compat
 from compat import CompatError, VersionError
 from compat.errors import InvalidValueError
+from compat.registry_format import FORMAT
 from compat.tooling import vendor as vendor_module
 from compat.tooling.archive import (
     MAX_ARCHIVE_BYTES,
@@ -546,7 +547,8 @@ CATALOGUE: dict[str, Attack] = {
     "registry-not-an-object": Attack(7, _gate_registry(lambda tmp: _registry_with(tmp, "[]")), 3,
                                      "expected an object"),
     "registry-release-not-an-object": Attack(7, _gate_registry(lambda tmp: _registry_with(
-        tmp, '{"format": 2, "releases": [1], "snapshots": {}, "fields": [], "checks": []}')), 3, "releases[0]"),
+        tmp, json.dumps({"format": FORMAT, "releases": [1], "snapshots": {}, "fields": [], "checks": [], "writes": []}))), 3,
+        "releases[0]"),
     "registry-no-releases": Attack(7, _gate_registry(_registry_edit(lambda d: d.update(releases=[]))), 3,
                                    "expected a non-empty list"),
     "registry-all-yanked": Attack(7, _gate_registry(_registry_edit(

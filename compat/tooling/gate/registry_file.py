@@ -98,7 +98,7 @@ def _unique_keys(pairs):
 
 # ---------------------------------------------------------------------------------------------- shape
 def check_registry(data, where: str) -> None:
-    """Raise RegistryFileError unless ``data`` has the shape every registry reader relies on (format 2, see
+    """Raise RegistryFileError unless ``data`` has the shape every registry reader relies on (format 3, see
     ``compat.registry_format``): releases -> one snapshot key per config class; snapshots -> indexes into the interned
     ``fields`` and ``checks`` tables."""
     from ...configs import CONFIGS
@@ -111,7 +111,7 @@ def check_registry(data, where: str) -> None:
         fail("top level", f"expected an object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
         fail("format", f"expected {FORMAT} (this mcore-compat's registry format), got {shown(data.get('format'), 40)}")
-    for key, kind in (("releases", list), ("snapshots", dict), ("fields", list), ("checks", list)):
+    for key, kind in (("releases", list), ("snapshots", dict), ("fields", list), ("checks", list), ("writes", list)):
         if not isinstance(data.get(key), kind) or (key == "releases" and not data[key]):
             fail(key, f"expected a {'non-empty ' if key == 'releases' else ''}{kind.__name__}")
     for i, record in enumerate(data["fields"]):
@@ -122,7 +122,7 @@ def check_registry(data, where: str) -> None:
             fail(f"checks[{i}]", "expected an object with a 'reads' list of field names")
     for key, snap in data["snapshots"].items():
         _check_snapshot(snap, f"snapshots[{shown(key, 80)}]", fail, len(data["fields"]), len(data["checks"]),
-                        data["fields"])
+                        data["fields"], data["writes"])
     seen = set()
     for i, rel in enumerate(data["releases"]):
         at = f"releases[{i}]"
@@ -158,7 +158,7 @@ def _indexes(value, size: int) -> bool:
     return isinstance(value, list) and all(type(i) is int and 0 <= i < size for i in value)
 
 
-def _check_snapshot(snap, at: str, fail, n_fields: int, n_checks: int, fields: list) -> None:
+def _check_snapshot(snap, at: str, fail, n_fields: int, n_checks: int, fields: list, writes: list) -> None:
     if not isinstance(snap, dict) or not isinstance(snap.get("class"), str) or \
             not isinstance(snap.get("bases"), list):
         fail(at, "expected an object with 'class' and 'bases'")
@@ -172,10 +172,57 @@ def _check_snapshot(snap, at: str, fail, n_fields: int, n_checks: int, fields: l
             fail(f"{at}.{key}", "expected a list of positions in the snapshot's fields")
     if not isinstance(snap.get("dynamic_writes"), bool):
         fail(f"{at}.dynamic_writes", "expected true or false")
+    effects = snap.get("effects")
+    if not isinstance(effects, list) or not all(
+            isinstance(e, list) and len(e) == 2 and _indexes(e[:1], len(writes)) and type(e[1]) is int for e in effects):
+        fail(f"{at}.effects", f"expected [write index (0..{len(writes) - 1}), line] pairs")
+    for i, (w, _line) in enumerate(effects):
+        _check_write(writes[w], f"{at}.effects[{i}]", fail, set(names), i)
+    enums = snap.get("enums")
+    if not isinstance(enums, dict) or not all(
+            isinstance(k, str) and isinstance(e, dict) and e.get("mixin") in (None, "str", "int", "float")
+            and isinstance(e.get("members"), dict) and isinstance(e.get("aliases"), dict)
+            and all(type(x) in (str, int, type(None)) for x in e["members"].values())
+            and all(t in e["members"] for t in e["aliases"].values()) for k, e in enums.items()):
+        fail(f"{at}.enums", "expected Enum name -> {mixin, members: name -> str, int or null, aliases}")
     checks = snap.get("checks")
     if not isinstance(checks, list) or not all(
-            isinstance(c, list) and len(c) == 2 and _indexes(c[:1], n_checks) and type(c[1]) is int for c in checks):
-        fail(f"{at}.checks", f"expected [check index (0..{n_checks - 1}), line] pairs")
+            isinstance(c, list) and len(c) == 4 and _indexes(c[:1], n_checks) and type(c[1]) is int
+            and _position(c[2], len(effects)) and isinstance(c[3], list)
+            and all(_position(p, len(effects)) for p in c[3]) for c in checks):
+        fail(f"{at}.checks", f"expected [check index (0..{n_checks - 1}), line, writes before it, "
+                             f"writes before each condition] (positions 0..{len(effects)})")
+
+
+def _is_local(target: str) -> bool:
+    parts = target.split(".")
+    return len(parts) == 2 and all(p.isidentifier() for p in parts)
+
+
+def _position(value, n_writes: int) -> bool:
+    return type(value) is int and 0 <= value <= n_writes
+
+
+def _check_write(write, at: str, fail, names: set, index: int) -> None:
+    if not isinstance(write, dict):
+        fail(at, "expected an object")
+    targets = write.get("targets")
+    if targets is not None and (not isinstance(targets, list) or not all(
+            isinstance(t, str) and (t in names or _is_local(t)) for t in targets)):
+        fail(f"{at}.targets", "expected null (any field) or a list of the snapshot's field names and Class.local")
+    when, when_at = write.get("when"), write.get("when_at")
+    if not isinstance(when, list) or not isinstance(when_at, list) or len(when) != len(when_at) or \
+            not all(_position(p, index) for p in when_at):
+        fail(f"{at}.when", "expected conditions and, for each, the writes before it (at most this write's own index)")
+    for text in [*when, *([write["value"]] if write.get("value") is not None else [])]:
+        if not isinstance(text, str) or len(text) > MAX_TEXT:
+            fail(at, f"expected expressions of at most {MAX_TEXT} characters")
+        try:
+            ast.parse(text, mode="eval")
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            fail(at, f"{shown(text, 100)} is not a Python expression")
+    if not isinstance(write.get("maybe"), (str, type(None))):
+        fail(f"{at}.maybe", "expected a string or null")
 
 
 def _check_field(f, fat: str, fail) -> None:
