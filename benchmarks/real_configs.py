@@ -325,7 +325,8 @@ def run_build(entries: dict, cases: list) -> dict:
     import megatron.core  # noqa: F401  (fails loudly outside a pin venv)
 
     from compat import build
-    from compat.resolution import materialize, resolve
+    from compat.kwargs import materialize
+    from compat.resolution import resolve
     from compat.version import installed_version
 
     version = installed_version()

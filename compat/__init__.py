@@ -18,11 +18,11 @@ _EXPORTS = {
     "build_optimizer_config": "build",
     "build_transformer_config": "build",
     "live_schema": "build",
-    "config_kwargs": "resolution",
-    "ddp_kwargs": "resolution",
-    "optimizer_kwargs": "resolution",
+    "config_kwargs": "kwargs",
+    "ddp_kwargs": "kwargs",
+    "optimizer_kwargs": "kwargs",
     "resolve": "resolution",
-    "transformer_kwargs": "resolution",
+    "transformer_kwargs": "kwargs",
     "Resolution": "resolution",
     "resolve_ddp_overrides": "fp32_rule",
     "resolve_configs": "resolution",
@@ -69,16 +69,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs (tests/
         VersionError,
     )
     from .fp32_rule import resolve_ddp_overrides
-    from .resolution import (
-        ConfigResolutions,
-        Resolution,
-        config_kwargs,
-        ddp_kwargs,
-        optimizer_kwargs,
-        resolve,
-        resolve_configs,
-        transformer_kwargs,
-    )
+    from .kwargs import config_kwargs, ddp_kwargs, optimizer_kwargs, transformer_kwargs
+    from .resolution import ConfigResolutions, Resolution, resolve, resolve_configs
 
 __all__ = sorted(_EXPORTS)
 

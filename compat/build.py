@@ -220,7 +220,8 @@ def build_config(config: str | None = None, overrides: Mapping[str, Any] | None 
                  lenient: bool = False, optimizer_config: Any = None) -> Any:
     """A NEW object of ``cls`` (default: megatron's class for ``config``) built from resolved overrides."""
     from .canonical import canonical
-    from .resolution import materialize, resolve
+    from .kwargs import materialize
+    from .resolution import resolve
 
     cls = cls or megatron_class(config=config or "ddp")
     key = config_class(config).key if config else config_of(cls)

@@ -15,8 +15,10 @@ from . import typecheck
 from .acceptances import acceptance, accepted_shapes, value_aliases
 from .annotations import type_of
 from .configs import config_class, lineage
+from .dtypes import to_torch
 from .errors import CompatError, ConflictingAliasError, FieldTypeError, InvalidValueError, UnknownFieldError
 from .registry import Field, Registry, Schema, curated, describe_range, field_from_record, heads, renames
+from .value_equality import same_value
 
 _SUGGEST_CUTOFF = 0.6
 
@@ -85,6 +87,7 @@ class Canonical:
                                                      f.enums)
         self._names = list(self.fields) + list(self.renames)
         self._ranks: dict = {}
+        self._implied: dict = {}  # (name, version) -> implied()
 
     def _unreleased(self, config: str) -> None:
         for u in curated(config)["unreleased_fields"]:
@@ -112,14 +115,18 @@ class Canonical:
         Before the field existed: its default when introduced. After it was removed (or in a gap): its last
         default before ``version``.
         """
-        seen = self.history.get(name)
-        if not seen:
-            spec = self.fields[name]
-            return spec.default, spec.exact
-        rank = self._rank(version)
-        older = [f for v, f in seen if self._rank(v) <= rank]
-        f = older[-1] if older else seen[0][1]
-        return f.default, f.exact
+        key = (name, version)
+        if key not in self._implied:
+            seen = self.history.get(name)
+            if not seen:
+                spec = self.fields[name]
+                self._implied[key] = spec.default, spec.exact
+            else:
+                rank = self._rank(version)
+                older = [f for v, f in seen if self._rank(v) <= rank]
+                f = older[-1] if older else seen[0][1]
+                self._implied[key] = f.default, f.exact
+        return self._implied[key]
 
     def _rank(self, version: str):
         """Sort key of a version (registry releases by index, anything else parsed once)."""
@@ -197,7 +204,7 @@ class Canonical:
         """Whether two values name one setting by a value alias (cuda_graph_modules: 'full' and [])."""
         for alias in value_aliases(self.config, name):
             old, new = alias["old"], alias["new"]
-            if (_same(a, old) and _same(b, new)) or (_same(a, new) and _same(b, old)):
+            if (same_value(a, old) and same_value(b, new)) or (same_value(a, new) and same_value(b, old)):
                 return True
         return False
 
@@ -239,7 +246,7 @@ class Canonical:
             else:
                 raise UnknownFieldError(key, self.suggest(key), self.class_name, config=self.config)
             raw.setdefault(name, {})[key] = overrides[key]
-            if name in out and not _same(out[name].value, value):
+            if name in out and not same_value(out[name].value, value):
                 raise ConflictingAliasError(name, raw[name])
             out[name] = Given(value, out[name].given_as + (key,) if name in out else (key,), note)
         return out
@@ -277,6 +284,16 @@ class Canonical:
                 return before
         raise KeyError(value)
 
+    def materialize(self, kwargs: Mapping) -> dict:
+        """``kwargs`` with dtype names as torch dtypes, for the fields whose annotation is a torch.dtype (torch is
+        imported only when there is one)."""
+        out = {}
+        for name, value in kwargs.items():
+            spec = self.fields.get(name)
+            kinds = type_of(spec.annotation).kinds() if spec is not None else set()
+            out[name] = to_torch(value) if isinstance(value, str) and "dtype" in kinds and "str" not in kinds else value
+        return out
+
     def supported_in(self, name: str) -> str:
         spec = self.fields.get(name)
         among = self.registry.versions_having(self.config)
@@ -290,13 +307,6 @@ class Canonical:
         if spec is not None and spec.found_in:
             text = f"{text}; {spec.found_in}" if text != "no release" else spec.found_in
         return text
-
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b) and type(a) is type(b) or (a is b)
-    except Exception:  # values with odd __eq__ (arrays): only identity counts
-        return a is b
 
 
 @lru_cache(maxsize=16)

@@ -15,9 +15,11 @@ import warnings
 from dataclasses import dataclass
 
 from . import precheck
-from .cross import normalize
+from .effective import post_init_values
 from .errors import AuditError, CompatError
-from .resolution import COERCED, CROSS, RESOLVER, USER, Resolution, materialize
+from .kwargs import materialize
+from .resolution import COERCED, CROSS, RESOLVER, USER, Resolution
+from .value_equality import same_value
 
 
 @dataclass(frozen=True)
@@ -30,16 +32,6 @@ class Difference:
 
     def __str__(self) -> str:
         return f"{self.field}: expected {self.expected!r}, found {self.actual!r} ({self.reason})"
-
-
-def _same(a, b) -> bool:
-    a, b = normalize(a), normalize(b)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        a, b = list(a), list(b)
-    try:
-        return a is b or bool(a == b)
-    except Exception:  # arrays and other odd __eq__: identity only
-        return False
 
 
 def _reference(cls, kwargs: dict):
@@ -84,11 +76,11 @@ def audit(obj: object, resolution: Resolution, *, strict: bool = False) -> list[
                 continue
             expected = kwargs.get(f.name, fr.value)
             why = f"differs from the resolution ({fr.source})"
-        if not _same(actual, expected):
+        if not same_value(actual, expected):
             diffs.append(Difference(f.name, expected, actual, why))
     changed = {d.field: d.actual for d in diffs}
     if changed:
-        env = precheck.environment(schema, resolution.kwargs, changed)
+        env = post_init_values(schema, resolution.kwargs, changed)
         for check in precheck.violations(schema, env, first=False):
             involved = [n for n in check.reads if n in changed]
             if not involved:

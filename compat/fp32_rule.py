@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .cross import check_optimizer_config, optimizer_get
 from .dtypes import FP32, accepted_spellings, dtype_name
 from .errors import ConstraintError, FieldTypeError
+from .optimizer_reader import check_optimizer_config, reader_of
 
 GRAD_REDUCE = "grad_reduce_in_fp32"
 GRAD_REDUCE_ALIASES = (GRAD_REDUCE, "accumulate_allreduce_grads_in_fp32")
@@ -26,7 +26,7 @@ RULE_FOLLOW_LAYOUT = ("the optimizer config carries use_layer_wise_param_layout:
 
 
 def main_grads_dtype(optimizer_config) -> str:
-    raw = optimizer_get(optimizer_config, "main_grads_dtype", FP32)
+    raw = reader_of(optimizer_config).get("main_grads_dtype", FP32)
     name = dtype_name(FP32 if raw is None else raw)
     if name is None:
         raise FieldTypeError("optimizer_config.main_grads_dtype", raw,
@@ -35,30 +35,30 @@ def main_grads_dtype(optimizer_config) -> str:
 
 
 def is_muon_layer_wise(optimizer_config) -> bool:
-    algorithm = str(optimizer_get(optimizer_config, "optimizer", "") or "").lower()
-    return algorithm in MUON_ALGORITHMS and bool(
-        optimizer_get(optimizer_config, "use_layer_wise_distributed_optimizer", False))
+    reader = reader_of(optimizer_config)
+    algorithm = str(reader.get("optimizer", "") or "").lower()
+    return algorithm in MUON_ALGORITHMS and bool(reader.get("use_layer_wise_distributed_optimizer", False))
 
 
-def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, str]]:
+def injections(explicit: Mapping, optimizer_config: object) -> list[tuple[str, object, str]]:
     """(field, value, rule) the resolver adds, given the user's explicit canonical values.
 
     When the optimizer config carries ``use_layer_wise_param_layout`` itself (Megatron-LM dev), DDP follows that
     value (the cross rule layer-wise-param-layout-agrees); True is injected for Muon only when it does not.
     """
-    check_optimizer_config(optimizer_config)
-    if optimizer_config is None:
+    reader = reader_of(optimizer_config)
+    if not reader.present:
         return []
     out = []
-    grads_dtype = main_grads_dtype(optimizer_config)  # validated even when an explicit value wins
+    grads_dtype = main_grads_dtype(reader)  # validated even when an explicit value wins
     if GRAD_REDUCE not in explicit:
         if explicit.get(FP32_LOCAL_PATTERNS):
             out.append((GRAD_REDUCE, False, RULE_FP32_LOCAL))
-        elif bool(optimizer_get(optimizer_config, "use_precision_aware_optimizer", False)) and grads_dtype != FP32:
+        elif bool(reader.get("use_precision_aware_optimizer", False)) and grads_dtype != FP32:
             out.append((GRAD_REDUCE, False, RULE_PAO_LOW_PRECISION.format(dtype=grads_dtype)))
         else:
             out.append((GRAD_REDUCE, True, RULE_FP32_DEFAULT))
-    carried = optimizer_get(optimizer_config, LAYER_WISE_LAYOUT, _MISSING)
+    carried = reader.get(LAYER_WISE_LAYOUT, _MISSING)
     if carried is not _MISSING:
         if LAYER_WISE_LAYOUT not in explicit:
             out.append((LAYER_WISE_LAYOUT, carried, RULE_FOLLOW_LAYOUT))
@@ -66,7 +66,7 @@ def injections(explicit: Mapping, optimizer_config) -> list[tuple[str, object, s
             raise ConstraintError("layer-wise-param-layout-agrees", RULE_FOLLOW_LAYOUT,
                                   {f"ddp.{LAYER_WISE_LAYOUT}": explicit[LAYER_WISE_LAYOUT],
                                    f"optimizer.{LAYER_WISE_LAYOUT}": carried}, "any")
-    elif is_muon_layer_wise(optimizer_config) and LAYER_WISE_LAYOUT not in explicit:
+    elif is_muon_layer_wise(reader) and LAYER_WISE_LAYOUT not in explicit:
         out.append((LAYER_WISE_LAYOUT, True, RULE_MUON_LAYOUT))
     return out
 

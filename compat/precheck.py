@@ -16,10 +16,10 @@ import os
 import sys
 
 from . import version as _v
-from .annotations import type_of
 from .errors import CompatError, ConstraintError
 from .evaluate import UNKNOWN, Dtype, Work, evaluate, render, truth
 from .registry import Check, Schema, Write
+from .value_equality import same_value
 
 CURATED = "rules.json"  # the owner of a curated check
 _COPY_COST = 64  # Work charged per value copied into a new version of the values (a node visit's cost)
@@ -66,24 +66,6 @@ def holds(check: Check, env: dict, work: Work | None = None, timeline: Timeline 
     return True
 
 
-def environment(schema: Schema, kwargs: dict, overrides: dict | None = None) -> dict:
-    """Field -> value as ``__post_init__`` would first see it (dtypes as ``Dtype``; unknown defaults UNKNOWN)."""
-    env = {}
-    for f in schema.fields:
-        env[f.name] = f.default if f.exact and not f.required else UNKNOWN
-        if not f.exact and not f.required and schema.enums and f.default_text.count(".") == 1:
-            env[f.name] = evaluate(f.default_text, {}, enums=schema.enums)  # AttnBackend.auto: its member
-    env.update(kwargs)
-    env.update(overrides or {})
-    for f in schema.fields:
-        value = env[f.name]
-        if isinstance(value, str) and "dtype" in type_of(f.annotation).kinds() and "str" not in type_of(f.annotation).kinds():
-            env[f.name] = Dtype(value)
-        elif type(value).__module__ == "torch" and type(value).__name__ == "dtype":
-            env[f.name] = Dtype(str(value).removeprefix("torch."))
-    return env
-
-
 class Timeline:
     """The field values ``__post_init__`` sees after each of its writes (``Schema.effects``), replayed lazily from
     the first values: a write whose conditions are False does not happen; one that surely happens with a value the
@@ -118,22 +100,13 @@ class Timeline:
         value = UNKNOWN
         if when and write.maybe is None and write.value is not None and write.targets is not None:
             value = evaluate(write.value, current, self._work, scope=write.owner, enums=self.enums)
-        if all(_same(current.get(t, UNKNOWN), value) for t in targets):
+        if all(same_value(current.get(t, UNKNOWN), value) for t in targets):
             return
         self._work.left -= _COPY_COST * len(current)  # a new version of the values, charged like any value made
         if self._work.left < 0:  # the budget is spent: from here on nothing is known
             value, targets = UNKNOWN, tuple(current)
         self._applied.append(self._done + 1)
         self._versions.append({**current, **dict.fromkeys(targets, value)})
-
-
-def _same(a, b) -> bool:
-    if a is UNKNOWN or b is UNKNOWN:
-        return a is b
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:  # a user value whose == fails or has no truth value
-        return False
 
 
 def fires(check: Check, env: dict, work: Work | None = None, timeline: Timeline | None = None) -> bool | None:
@@ -197,4 +170,4 @@ def _shown(value):
     return "<unknown>" if value is UNKNOWN else value  # ConstraintError bounds how it is shown
 
 
-__all__ = ["CURATED", "CURATED_FUNCTIONS", "Timeline", "applies", "environment", "error_for", "fires", "holds", "run", "violations"]
+__all__ = ["CURATED", "CURATED_FUNCTIONS", "Timeline", "applies", "error_for", "fires", "holds", "run", "violations"]

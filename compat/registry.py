@@ -214,9 +214,13 @@ class Registry:
         self._fields: dict[int, Field] = {}
         self._checks: dict[int, Check] = {}
         self._with: dict[str, dict[str, list[str]]] = {}
+        self._sorted: dict[object, tuple[str, ...]] = {}  # versions() and versions_having(), sorted once
 
     def versions(self, include_yanked: bool = True) -> list[str]:
-        return _v.sorted_versions(v for v, r in self.releases.items() if include_yanked or not r["yanked"])
+        if include_yanked not in self._sorted:
+            self._sorted[include_yanked] = tuple(_v.sorted_versions(
+                v for v, r in self.releases.items() if include_yanked or not r["yanked"]))
+        return list(self._sorted[include_yanked])
 
     def newest(self) -> str:
         return _v.newest(self.versions(include_yanked=False))
@@ -265,7 +269,9 @@ class Registry:
         return write_from_record({**self.data["writes"][i], "line": line})
 
     def versions_having(self, config: str) -> list[str]:
-        return [v for v in self.versions() if self.has(v, config=config)]
+        if config not in self._sorted:
+            self._sorted[config] = tuple(v for v in self.versions() if self.has(v, config=config))
+        return list(self._sorted[config])
 
     def versions_with(self, name: str, *, config: str) -> list[str]:
         if config not in self._with:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -25,7 +26,11 @@ def _shown(text: str) -> str:
 def parse(text) -> Version:
     if isinstance(text, Version):
         return text
-    text = str(text).strip()
+    return _parse_text(str(text).strip())
+
+
+@lru_cache(maxsize=512)  # a call compares the same few release strings many times; a Version is immutable
+def _parse_text(text: str) -> Version:
     if len(text) > MAX_VERSION_CHARS:
         raise VersionError(f"megatron-core version {_shown(text)} is longer than {MAX_VERSION_CHARS} characters; "
                            "it is not a release version")
@@ -136,7 +141,7 @@ def match_release(version, known: list[str]) -> tuple[str, str]:
     if v.release < OLDEST_SUPPORTED.release:
         raise UnsupportedVersionError(
             f"megatron-core {v} predates DistributedDataParallelConfig, which exists from {OLDEST_SUPPORTED} on")
-    by_version = {parse(k): k for k in known}
+    by_version = _by_version(tuple(known))
     if v in by_version:
         return by_version[v], "exact"
     public = parse(v.public)
@@ -152,6 +157,11 @@ def match_release(version, known: list[str]) -> tuple[str, str]:
     if not older:
         raise UnsupportedVersionError(f"megatron-core {v} is older than every known release")
     return by_version[max(older)], "older-base"
+
+
+@lru_cache(maxsize=64)  # the registry's release lists: a handful, matched many times
+def _by_version(known: tuple[str, ...]) -> dict[Version, str]:
+    return {parse(k): k for k in known}
 
 
 def newest(versions) -> str:

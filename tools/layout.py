@@ -20,9 +20,9 @@ SUMMARY_CHARS = 180  # two lines of the layout
 
 # Data-flow order: what each module needs comes before it. A module missing here fails `--check` (and the test).
 RUNTIME = ["__init__.py", "errors.py", "version.py", "bounded_read.py", "configs.py", "registry_format.py",
-           "registry.py", "annotations.py", "dtypes.py", "typecheck.py", "acceptances.py", "evaluate.py",
-           "postinit.py", "precheck.py", "canonical.py", "fp32_rule.py", "cross.py", "resolution.py",
-           "build.py", "config_audit.py"]
+           "registry.py", "target.py", "annotations.py", "dtypes.py", "value_equality.py", "typecheck.py",
+           "acceptances.py", "evaluate.py", "postinit.py", "precheck.py", "canonical.py", "effective.py", "cross.py",
+           "optimizer_reader.py", "fp32_rule.py", "resolution.py", "kwargs.py", "build.py", "config_audit.py"]
 TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "tooling/fsutil.py", "tooling/pysource.py",
            "tooling/archive.py",
            "tooling/enum_members.py", "tooling/string_values.py", "tooling/extract.py", "tooling/fetch.py", "tooling/refresh.py",

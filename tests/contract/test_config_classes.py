@@ -16,7 +16,8 @@ from compat import ConstraintError
 from compat import version as v
 from compat.build import live_schema
 from compat.dtypes import dtype_name, to_torch
-from compat.resolution import materialize, resolve
+from compat.kwargs import materialize
+from compat.resolution import resolve
 
 pytestmark = pytest.mark.megatron  # skipped by conftest.py where megatron-core is not installed
 

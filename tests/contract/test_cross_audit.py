@@ -7,8 +7,8 @@ from live_helpers import BASE, battery, live_class, setup
 import compat
 from compat import AuditError, ConstraintError
 from compat import version as v
+from compat.kwargs import materialize
 from compat.registry import cross_rules, registry
-from compat.resolution import materialize
 
 pytestmark = pytest.mark.megatron
 

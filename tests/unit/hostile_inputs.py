@@ -492,11 +492,12 @@ def precheck_outcome(source: str, value: str) -> dict:
     """The pre-check of class ``C`` in ``source`` on ``x`` = the expression ``value``: whether it fires, the
     evaluated / not-evaluated counts and the message; PRECHECK_PROGRAM prints the same from a child."""
     from compat import precheck
+    from compat.effective import post_init_values
     from compat.registry import schema_from_snapshot
     from compat.tooling.extract import extract_class
 
     schema = schema_from_snapshot("0.99.0", "candidate", extract_class(source, "C"), config="ddp")
-    env = precheck.environment(schema, {"x": eval(value)})  # a literal expression of the test's, e.g. 10 ** 1000
+    env = post_init_values(schema, {"x": eval(value)})  # a literal expression of the test's, e.g. 10 ** 1000
     found, counts = precheck.run(schema, env)
     message = str(precheck.error_for(found, env, schema)) if found else None
     return {"fires": found is not None, **counts, "message": message}

@@ -12,8 +12,8 @@ from compat.annotations import type_key, type_of
 from compat.canonical import Canonical
 from compat.errors import FieldTypeError, TorchNotInstalledError
 from compat.evaluate import UNKNOWN, Dtype, evaluate, render, unsupported
+from compat.kwargs import materialize
 from compat.registry import Registry, registry
-from compat.resolution import materialize
 from compat.tooling import gate as g
 from compat.tooling.extract import DDP_PATH, extract_class
 

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from compat import precheck
+from compat.effective import post_init_values
 from compat.registry import schema_from_snapshot
 from compat.tooling.extract import extract_class, extract_configs
 
@@ -49,7 +50,7 @@ def _real(source: str):
 
 def _verdict(source: str, kwargs: dict):
     schema = schema_from_snapshot("0.0.0", "candidate", extract_class(source, "C"), config="ddp")
-    found, counts = precheck.run(schema, precheck.environment(schema, kwargs))
+    found, counts = precheck.run(schema, post_init_values(schema, kwargs))
     if found is not None:
         return "refused"
     return "accepted" if counts["not_evaluated"] == 0 else None
@@ -244,5 +245,5 @@ def test_replaying_many_writes_is_bounded_by_the_work_budget():
     late = Check("assert", "AssertionError", (), "self.f0 == 0", None, ("f0",), None, 1, "C", at=len(writes))
     early = Check("assert", "AssertionError", (), "self.f1 == 2", None, ("f1",), None, 1, "C", at=2)
     schema = Schema("0.0.0", "candidate", fields, checks=(early, late), effects=writes, config="ddp", class_name="C")
-    found, counts = precheck.run(schema, precheck.environment(schema, {}))
+    found, counts = precheck.run(schema, post_init_values(schema, {}))
     assert found is None and counts == {"checks": 2, "evaluated": 1, "not_evaluated": 1}

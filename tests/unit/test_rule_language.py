@@ -12,8 +12,9 @@ from compat import ConstraintError, ddp_kwargs, resolve
 from compat import version as v
 from compat.cross import Side
 from compat.cross import _applies as cross_applies
+from compat.effective import post_init_values
 from compat.evaluate import UNKNOWN, evaluate, unsupported
-from compat.precheck import CURATED, CURATED_FUNCTIONS, applies, environment, fires, holds
+from compat.precheck import CURATED, CURATED_FUNCTIONS, applies, fires, holds
 from compat.registry import Check, curated_checks, load_json, registry
 
 REG = registry()
@@ -57,7 +58,7 @@ def test_every_curated_check_evaluates_on_the_defaults_of_each_release_it_applie
     releases = _releases_where(check)
     assert releases, f"{check.id} applies to no registry release"
     for release in releases:
-        env = environment(REG.schema(release, config="ddp"), {})
+        env = post_init_values(REG.schema(release, config="ddp"), {})
         outcome = holds(check, env) if check.kind == "coerce" else fires(check, env)
         assert outcome is False, (check.id, release)  # known, and the defaults pass
 
