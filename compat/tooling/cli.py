@@ -213,6 +213,8 @@ COMMANDS: dict[str, Command] = {
     "gate": Command(".gate.cli", "register",
                     "review a megatron-core release, wheel, sdist or checkout against the registry",
                     takes_matrix_tools=True),
+    "window": Command(".gate.companions.cli", "register",
+                      "which releases of a companion (megatron-bridge, ...) work with which pinned megatron-core"),
 }
 
 

@@ -118,7 +118,14 @@ def releases_in(low: str, high: str) -> tuple[list, str, list]:
 def window(project, text: str, *, history: bool = True) -> WindowReport:
     low, high = parse_window(text)
     versions, source, notes = releases_in(low, high)
-    scan = scan_project(project)
+    reports, more = reports_for(scan_project(project), versions, history=history)
+    return WindowReport(str(project), (low, high), versions, reports, source, notes + more)
+
+
+def reports_for(scan, versions: list, *, history: bool = True) -> tuple[dict, list]:
+    """The surface report of one scanned project on each release of ``versions`` (downloading the wheels the cache
+    lacks), and the notes on the release history the findings were dated with."""
+    notes: list = []
     cached = cached_wheels()
     wheels = {v: cached.get(v) or fetch_release(v) for v in versions}  # downloads what the cache lacks
     models = {v: model_for(wheels[v]) for v in versions}
@@ -129,4 +136,4 @@ def window(project, text: str, *, history: bool = True) -> WindowReport:
     reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases, shipped=shipped)
                for v in versions}
     save_models()
-    return WindowReport(str(project), (low, high), versions, reports, source, notes)
+    return reports, notes
