@@ -560,6 +560,26 @@ for _pin in PINS:
                 tags=["smoke"])(make_smoke_session(_pin))
 
 
+def make_companions_session(pin):
+    def session_fn(session: nox.Session) -> None:
+        from tools import companion_install
+
+        install_pin(session, pin, torch=pin.torch)
+        uv = nox.virtualenv.find_uv()[1]
+        companion_install.run_session(pin, list(session.posargs), python_exe=str(Path(session.bin) / "python"),
+                                      uv=uv, index_args=index_args(), log=session.log)
+
+    session_fn.__doc__ = (f"megatron-core {pin.version} + each companion's newest releases (megatron-bridge, ...), "
+                          "installed as a user would, their megatron modules imported; -- --record keeps the cells")
+    session_fn.__name__ = f"companions_{pin.version.replace('.', '_')}"
+    return session_fn
+
+
+for _pin in PINS:
+    nox.session(name=f"companions-{_pin.version}", python=_pin.python, venv_backend="uv", tags=["companions"])(
+        make_companions_session(_pin))
+
+
 if __name__ == "__main__":  # `python noxfile.py` also works
     nox.main()
 

@@ -5,7 +5,7 @@
 Prints ``key=value`` lines for $GITHUB_OUTPUT: ``cpu``, ``gpu`` and ``scheduled`` are
 ``{"include": [{"session": ...}, ...]}`` matrices (and ``smoke``), and ``has_cpu`` / ``has_gpu`` / ``has_scheduled``
 say whether each is non-empty (a job with an empty matrix fails, so the workflow skips it).
-Every session lands in exactly one matrix: tag ``gate`` (or name ``gate``) -> scheduled (weekly cron),
+Every session lands in exactly one matrix: tag ``gate`` (or name ``gate``) or ``companions`` -> scheduled (weekly cron),
 tag ``gpu`` or a ``gpu-`` name -> gpu (self-hosted runners), tag ``smoke`` -> smoke (the plain-install checks, one
 job per pin, apart from cpu's time budget), anything else -> cpu (ubuntu-latest); a session tagged
 ``requirement`` is in none: it runs inside the job of the session that requires it.
@@ -19,6 +19,7 @@ import sys
 
 REQUIREMENT_TAG = "requirement"
 SMOKE_TAG = "smoke"
+COMPANIONS_TAG = "companions"  # real installs of the companions on each pin: downloads, weekly like the gate
 KINDS = ("cpu", "gpu", "scheduled", "smoke")
 
 
@@ -28,7 +29,7 @@ def classify(session: dict) -> str | None:
     name, tags = session["session"], set(session.get("tags") or ())
     if REQUIREMENT_TAG in tags:
         return None
-    if name == "gate" or "gate" in tags:
+    if name == "gate" or "gate" in tags or COMPANIONS_TAG in tags:
         return "scheduled"
     if name.startswith("gpu-") or "gpu" in tags:
         return "gpu"

@@ -77,7 +77,8 @@ def test_matrices_cover_exactly_the_nox_sessions(source):
     assert sorted(placed + required) == sorted(sessions), "every session but a requirement in exactly one matrix"
     assert len(placed) == len(set(placed)) and not set(placed) & set(required)
     assert matrices["gpu"] == [s for s in sessions if s.startswith("gpu-") and s not in required]
-    assert matrices["scheduled"] == ["gate"]
+    assert matrices["scheduled"][0] == "gate"
+    assert all(s.startswith("companions-") for s in matrices["scheduled"][1:])
     assert "unit" in matrices["cpu"]
     assert all(s in ("unit", "equiv") or s.startswith(("mcore-", "ckpt-")) for s in matrices["cpu"]), matrices["cpu"]
     if source == "real":  # every pin of matrix.yaml has its CPU and GPU job; the lane's venvs are requirements
@@ -87,6 +88,7 @@ def test_matrices_cover_exactly_the_nox_sessions(source):
         assert required and all(s.startswith(("ckpt-venv-", "gpu-ckpt-venv-", "equiv-")) for s in required)
         assert any(s.startswith("ckpt-") for s in matrices["cpu"])
         assert matrices["smoke"] == [f"smoke-{v}" for v in pins], "one plain-install job per pin, none in cpu"
+        assert matrices["scheduled"][1:] == [f"companions-{v}" for v in pins]
         assert "equiv" in matrices["cpu"]  # the equivalence lane is one CPU job; its pin runs are requirements
 
 

@@ -25,11 +25,16 @@ class Companion:
     package: str  # the distribution on the index
     roots: tuple[str, ...]  # top-level import packages the wheel installs (what is read)
     why: str
+    extras: tuple[str, ...] = ()  # what a user installs it with (mbridge[megatron] brings transformers)
+
+    def requirement(self, release: str) -> str:
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        return f"{self.package}{extras}=={release}"
 
 
 def companions() -> dict[str, Companion]:
     data = load_json(CATALOGUE)["companions"]
-    return {name: Companion(name, entry["package"], tuple(entry["roots"]), entry["why"])
+    return {name: Companion(name, entry["package"], tuple(entry["roots"]), entry["why"], tuple(entry.get("extras", ())))
             for name, entry in data.items()}
 
 
