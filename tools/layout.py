@@ -45,7 +45,7 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/surface/window.py", "tooling/gate/surface/report.py", "tooling/gate/surface/cli.py",
            "tooling/gate/companions/__init__.py", "tooling/gate/companions/catalog.py",
            "tooling/gate/companions/source.py", "tooling/gate/companions/window.py",
-           "tooling/gate/companions/cli.py",
+           "tooling/gate/companions/gate_section.py", "tooling/gate/companions/cli.py",
            "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
 
 

@@ -156,3 +156,23 @@ def test_the_catalogue_names_a_reason_and_an_import_root_for_each_companion():
         assert entry.roots and entry.why
     with pytest.raises(catalog.CompanionError, match="known: "):
         catalog.companion("nope")
+
+
+def test_the_gate_section_checks_the_newest_unpacked_release_and_names_what_it_did_not(cache, monkeypatch):
+    from types import SimpleNamespace
+
+    from compat.tooling.gate.companions import gate_section
+
+    other = Companion("never-read", "never-read", ("never_read",), "not in the cache")
+    monkeypatch.setattr(gate_section, "companions", lambda: {"tinycomp": TINY, "never-read": other})
+    release_tree(TINY, "1.0.0")
+    release_tree(TINY, "2.0.0")
+    on_new = gate_section.companions_section(cache / "megatron_core-0.2.0-py3-none-any.whl")
+    assert [(r["companion"], r["release"], r["status"]) for r in on_new["checked"]] == [("tinycomp", "2.0.0", "ok")]
+    assert on_new["not_checked"] == ["never-read"]
+    on_old = gate_section.companions_section(cache / "megatron_core-0.1.0-py3-none-any.whl")
+    assert on_old["checked"][0]["status"] == "breaks"
+    assert "tinycomp/model.py:2 megatron.core.new_api" in on_old["checked"][0]["first_break"]
+    text = "\n".join(gate_section.markdown_section(SimpleNamespace(sections={"companions": on_old})))
+    assert "## Companions" in text and "`tinycomp==2.0.0`: breaks" in text
+    assert "`mcore-compat window --companion never-read`" in text

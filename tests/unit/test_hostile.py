@@ -307,7 +307,8 @@ def _report_is_structured(tmp: Path, run: H.Run) -> None:
     install = ["## Install"] if "## Install" in lines else []  # the plain install of the pin before, when recorded
     training = ["## Training"] if "## Training" in lines else []  # the equivalence lane's, likewise
     assert [line for line in lines if line.startswith("#")] == [
-        lines[0], "## Breaking", "## Needs a decision", "## Informational", *install, *checkpoints, *training,
+        lines[0], "## Breaking", "## Needs a decision", "## Informational", *install, "## Companions",
+        *checkpoints, *training,
         *accepted], \
         "a heading was forged"
     if accepted:

@@ -132,7 +132,13 @@ def _accepted_section(report) -> list[str]:
 
 # Sections after the changes, in order: each takes the report and returns its lines ([] when it has nothing to say).
 # Add a section by inserting its function here.
-SECTIONS = [install_section, _ckpt_section, _training_section, _accepted_section]
+def _companions_section(report) -> list[str]:
+    from .companions.gate_section import markdown_section
+
+    return markdown_section(report)
+
+
+SECTIONS = [install_section, _companions_section, _ckpt_section, _training_section, _accepted_section]
 
 
 def markdown(report) -> str:

@@ -54,3 +54,6 @@ def add_sections(report, path: Path, reg: Registry) -> None:
     report.changes.sort(key=lambda c: (rank[c.level], configs.index(c.config) if c.config in configs else -1))
     attach_commits(report, Path(path))
     report.sections["install"] = install_record(report.against)
+    from .companions.gate_section import companions_section
+
+    report.sections["companions"] = companions_section(Path(path))

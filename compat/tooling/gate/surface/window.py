@@ -129,11 +129,16 @@ def reports_for(scan, versions: list, *, history: bool = True) -> tuple[dict, li
     cached = cached_wheels()
     wheels = {v: cached.get(v) or fetch_release(v) for v in versions}  # downloads what the cache lacks
     models = {v: model_for(wheels[v]) for v in versions}
-    known = {**release_models(modelled_only=True), **models} if history else {}
-    releases = {v: Surface(known[v]) for v in _v.sorted_versions(known)}
+    releases, shipped = release_history(models) if history else ({}, None)
     notes += history_note(releases, cached_wheels()) if history else []
-    shipped = shipped_modules() if history else None
     reports = {v: check_model(scan, models[v], f"megatron-core=={v}", releases=releases, shipped=shipped)
                for v in versions}
     save_models()
     return reports, notes
+
+
+def release_history(models: dict) -> tuple[dict, set]:
+    """The releases a finding is dated with (every modelled release and ``models``: version -> model), and the
+    modules any cached wheel ships."""
+    known = {**release_models(modelled_only=True), **models}
+    return {v: Surface(known[v]) for v in _v.sorted_versions(known)}, shipped_modules()
