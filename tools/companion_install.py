@@ -12,6 +12,7 @@ static verdicts.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +25,9 @@ from tools import smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "compat" / "tooling" / "data" / "companion_installs.json"
+HELD_BY_THE_PIN = {"megatron-core", "torch"}
+OVERRIDE = ("the pin's own override (matrix.yaml: megatron-core without its dependencies or its Requires-Python): "
+            "the companion with --no-deps, then its other declared dependencies")
 
 
 def megatron_modules(companion: Companion, release: str) -> list[str]:
@@ -33,18 +37,70 @@ def megatron_modules(companion: Companion, release: str) -> list[str]:
 
 
 def outcome(imports: dict[str, str]) -> tuple[str, str]:
+    """ok / fails / cannot-run from the probe. A module that needs a package nobody installed for it (another
+    companion such as megatron.bridge, or an optional dependency still missing after the undeclared ones were
+    installed) is a plugin the companion itself imports only when that package is there: it is counted, not held
+    against the pair."""
     failed = {m: v for m, v in imports.items() if v != "ok"}
-    if not failed:
-        return "ok", f"{len(imports)} modules import"
+    optional = {m: v for m, v in failed.items() if _optional(v)}
     on_megatron = {m: v for m, v in failed.items() if _on_megatron(v)}
-    first, shown = next(iter((on_megatron or failed).items()))
-    kind = "fails" if on_megatron else "cannot-run"
-    return kind, f"{first}: {shown} ({len(failed)} of {len(imports)} modules fail)"
+    other = {m: v for m, v in failed.items() if m not in optional and m not in on_megatron}
+    imported = len(imports) - len(failed)
+    note = f"; {len(optional)} plugin modules need a package not installed ({_first(optional)})" if optional else ""
+    if on_megatron:
+        return "fails", f"{_first(on_megatron)} ({len(on_megatron)} of {len(imports)} modules fail on megatron)"
+    if other:
+        return "cannot-run", f"{_first(other)} ({len(other)} of {len(imports)} modules fail){note}"
+    return "ok", f"{imported} modules import{note}"
+
+
+def _first(failures: dict[str, str]) -> str:
+    module, cause = next(iter(failures.items()))
+    return f"{module}: {cause}"
 
 
 def _on_megatron(cause: str) -> bool:
     """The import failed on megatron-core itself (a module or name the pin lacks), not on another dependency."""
     return "megatron.core" in cause or "No module named 'megatron'" in cause
+
+
+def _optional(cause: str) -> bool:
+    if cause.startswith("undeclared import: "):
+        return True
+    named = re.search(r"No module named '([\w.]+)'", cause)
+    return bool(named) and named.group(1).startswith("megatron.") and not named.group(1).startswith("megatron.core")
+
+
+def _resolver_reason(output: str) -> str:
+    """uv's first "Because ..." line: why no solution exists (a Requires-Python, a CUDA-only dependency)."""
+    for line in output.splitlines():
+        text = " ".join(line.split())
+        if "Because " in text:
+            return text[text.index("Because "):][:300]
+    return ""
+
+
+def declared_dependencies(companion: Companion, release: str) -> list[str]:
+    """The release's Requires-Dist for a plain install with the catalogue's extras, without megatron-core and
+    torch (the pin provides them)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from compat.tooling import fetch
+    from compat.tooling.archive import open_source
+
+    headers = open_source(fetch.download(companion.package, release)).metadata_headers(["Requires-Dist"])
+    wanted = []
+    for text in headers.get("Requires-Dist", []):
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.name.lower().replace("_", "-") in HELD_BY_THE_PIN:
+            continue
+        if req.marker is None or any(req.marker.evaluate({"extra": e}) for e in ("", *companion.extras)):
+            req.marker = None  # decided here: on a command line an `extra ==` marker is never true
+            wanted.append(str(req))
+    return wanted
 
 
 def run_cell(companion: Companion, release: str, pin, *, python_exe: str, uv: str, index_args: list[str],
@@ -53,12 +109,23 @@ def run_cell(companion: Companion, release: str, pin, *, python_exe: str, uv: st
     with tempfile.TemporaryDirectory() as tmp:
         held = Path(tmp) / "constraints.txt"
         held.write_text(f"torch=={pin.torch}\nmegatron-core=={pin.version}\n")
-        code, output = smoke._run([uv, "pip", "install", "--python", python_exe, *index_args, "--constraint",
-                                   str(held), companion.requirement(release)])
+        install = [uv, "pip", "install", "--python", python_exe, *index_args, "--constraint", str(held)]
+        override = None
+        if pin.no_deps or pin.ignore_requires_python:
+            # the resolver would re-read megatron-core's metadata the pin's recipe had to bypass
+            override = OVERRIDE
+            code, output = smoke._run([*install, "--no-deps", companion.requirement(release)])
+            deps = declared_dependencies(companion, release) if code == 0 else []
+            if code == 0 and deps:
+                code, output = smoke._run([*install, *deps])
+        else:
+            code, output = smoke._run([*install, companion.requirement(release)])
     cell = {"companion": companion.name, "release": release, "pin": pin.version, "python": pin.python,
-            "torch": pin.torch}
+            "torch": pin.torch, "override": override}
     if code != 0:
-        cell.update(outcome="cannot-install", detail=smoke.install_cause(code, output))
+        reason = _resolver_reason(output)
+        cell.update(outcome="cannot-install", detail=smoke.install_cause(code, output) + (f": {reason}" if reason
+                                                                                            else ""))
     else:
         modules = megatron_modules(companion, release)
         first = smoke._probe(python_exe, modules)
