@@ -176,3 +176,20 @@ def test_the_gate_section_checks_the_newest_unpacked_release_and_names_what_it_d
     text = "\n".join(gate_section.markdown_section(SimpleNamespace(sections={"companions": on_old})))
     assert "## Companions" in text and "`tinycomp==2.0.0`: breaks" in text
     assert "`mcore-compat window --companion never-read`" in text
+
+
+def test_offline_the_window_uses_the_releases_already_unpacked(cache, monkeypatch):
+    from compat.errors import CandidateError
+
+    release_tree(TINY, "2.0.0")
+
+    def unreachable(companion):
+        raise CandidateError("cannot reach the index")
+
+    monkeypatch.setattr(window, "release_files", unreachable)
+    result = window.companion_window(TINY, pins=["0.2.0"])
+    assert result.releases == ["2.0.0"] and result.cells[("2.0.0", "0.2.0")].status == window.OK
+    assert any("the index is unreachable: cannot reach the index" in n for n in result.notes)
+    monkeypatch.setattr(window, "unpacked_releases", lambda package: [])
+    with pytest.raises(CandidateError, match="cannot reach the index"):
+        window.companion_window(TINY, pins=["0.2.0"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .... import version as _v
 from ....errors import CompatError
 from ...text import bullet_section, md_code, md_prose
 from ..surface.cache import model_for
@@ -14,26 +13,14 @@ from ..surface.project import scan_project
 from ..surface.release_gate import check_model
 from ..surface.window import release_history
 from .catalog import companions
-from .source import trees_dir
+from .source import trees_dir, unpacked_releases
 from .window import cell_of
 
 
 def cached_release(package: str) -> tuple[str, Path] | None:
     """The newest release of ``package`` whose tree is in the cache."""
-    found = {}
-    directory = trees_dir()
-    if directory.is_dir():
-        for tree in directory.glob(f"{package}-*"):
-            version = tree.name[len(package) + 1:]
-            if tree.is_dir() and not tree.name.startswith("."):
-                try:
-                    found[str(_v.parse(version))] = tree
-                except CompatError:
-                    continue
-    if not found:
-        return None
-    newest = _v.newest(found)
-    return newest, found[newest]
+    releases = unpacked_releases(package)
+    return (releases[-1], trees_dir() / f"{package}-{releases[-1]}") if releases else None
 
 
 def companions_section(candidate: Path) -> dict:

@@ -72,3 +72,20 @@ def _unpack(companion: Companion, wheel: Path, target: Path) -> None:
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def unpacked_releases(package: str) -> list[str]:
+    """The releases of ``package`` whose trees are in the cache, oldest first."""
+    from .... import version as _v
+    from ....errors import VersionError
+
+    found = []
+    directory = trees_dir()
+    for tree in directory.glob(f"{package}-*") if directory.is_dir() else ():
+        try:
+            version = str(_v.parse(tree.name[len(package) + 1:]))
+        except VersionError:
+            continue
+        if tree.is_dir():
+            found.append(version)
+    return _v.sorted_versions(found)

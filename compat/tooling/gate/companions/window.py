@@ -12,7 +12,7 @@ from ...text import md_code, md_text
 from ..surface.project import scan_project
 from ..surface.window import reports_for
 from .catalog import Companion, default_pins, recorded_installs
-from .source import release_files, release_tree
+from .source import release_files, release_tree, unpacked_releases
 
 OK, BREAKS, UNTESTED = "ok", "breaks", "untested"
 DEFAULT_LAST = 10  # releases, newest first: about 18 months of Megatron-Bridge and Megatron-FSDP
@@ -135,10 +135,17 @@ def companion_window(companion: Companion, *, releases: list | None = None, last
                      pins: list | None = None) -> CompanionWindow:
     """Scan each chosen release of ``companion`` and check it against every pin."""
     pins = _v.sorted_versions(pins or default_pins())
-    chosen = choose_releases(release_files(companion), releases, last)
+    notes: list = []
+    try:
+        listed = release_files(companion)
+    except CompatError as exc:  # offline: the releases already unpacked in the cache
+        listed = unpacked_releases(companion.package)
+        if not listed:
+            raise
+        notes.append(f"releases from the cache (the index is unreachable: {exc})")
+    chosen = choose_releases(listed, releases, last)
     installs = recorded_installs(companion.name)
     cells: dict = {}
-    notes: list = []
     for release in chosen:
         row = release_row(companion, release, pins)
         for pin in pins:
