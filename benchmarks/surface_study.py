@@ -16,10 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -31,6 +29,7 @@ from compat.tooling.gate.surface.cache import model_for, release_models  # noqa:
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from tools.git_snapshots import export, git_dir  # noqa: E402
 
 MEGATRON_LM = "NVIDIA/Megatron-LM"
 
@@ -98,49 +97,6 @@ PROJECTS = {"slime": ("THUDM/slime", "624b824a8"), "ms-swift": ("modelscope/ms-s
 SWEEP = ["0.13.1", "0.15.3", "0.17.1", "0.19.2"]
 SAMPLE_PER_PROJECT = 8
 SEED = 9
-
-
-def git_dir(mirror: Path, repo: str) -> Path:
-    path = mirror / repo.replace("/", "+") / "repo"
-    if not path.is_dir():
-        raise SystemExit(f"{path} missing: fetch {repo} first")
-    return path
-
-
-def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
-    """Write the regular .py files of ``rev`` (optionally below ``under``) into ``dest``; returns the full sha."""
-    sha = subprocess.run(["git", "-C", str(gitdir), "rev-parse", rev], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    listing = subprocess.run(["git", "-C", str(gitdir), "ls-tree", "-r", "-z", sha] + ([under] if under else []),
-                             capture_output=True, check=True).stdout.split(b"\0")
-    blobs = []
-    for entry in filter(None, listing):
-        meta, path = entry.split(b"\t", 1)
-        mode, kind, obj = meta.split()
-        if kind == b"blob" and mode == b"100644" and path.endswith(b".py"):
-            blobs.append((obj.decode(), path.decode("utf-8", "surrogateescape")))
-    proc = subprocess.Popen(["git", "-C", str(gitdir), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    requests = "".join(f"{obj}\n" for obj, _ in blobs).encode()
-
-    def feed() -> None:  # in a thread: writing every request before reading deadlocks once both pipes fill
-        proc.stdin.write(requests)
-        proc.stdin.close()
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
-    for _obj, path in blobs:
-        header = proc.stdout.readline().split()
-        if len(header) < 3:  # "<sha> missing": a blob the snapshot does not hold
-            continue
-        data = proc.stdout.read(int(header[2]))
-        proc.stdout.read(1)
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    writer.join()
-    proc.wait()
-    return sha
 
 
 def candidate_model(spec, mirror: Path, tmp: Path) -> tuple[dict, str]:
