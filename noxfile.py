@@ -13,7 +13,7 @@ plain nox prints pip's log on stdout and breaks ``nox -l --json``). Nox reads th
     nox -s mcore-0.16.1         torch 2.13.0+cpu + megatron-core 0.16.1, then pytest tests -m "megatron and not gpu"
     nox -t newest / -t oldest   the newest / oldest pin
     nox -s gpu-0.16.1           pytest tests -m gpu (skipped without CUDA)
-    nox -s gate                 python tools/matrix.py gate latest
+    nox -s gate                 python -m tools.matrix gate latest
     nox -s gate -- latest --project .   surface gate: what the newest release breaks in this code
     nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
 
@@ -380,7 +380,7 @@ for _pin in PINS:
 
 @nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["gate"])
 def gate(session: nox.Session) -> None:
-    """Upgrade gate: python tools/matrix.py gate latest (arguments after -- replace `latest`): the package's gate
+    """Upgrade gate: python -m tools.matrix gate latest (arguments after -- replace `latest`): the package's gate
     with the test matrix, so a release already registered is compared with the pin before it.
 
     MCORE_COMPAT_GATE_PROJECT=PATH (e.g. `.` in a repository that vendors compat/) first runs the surface gate,
@@ -392,7 +392,7 @@ def gate(session: nox.Session) -> None:
     project = os.environ.get("MCORE_COMPAT_GATE_PROJECT", "").strip()
     if project and not session.posargs:
         session.run("python", "-m", "compat", "gate", "latest", "--project", project, env=env)
-    session.run("python", "tools/matrix.py", "gate", *(session.posargs or ["latest"]), env=env)
+    session.run("python", "-m", "tools.matrix", "gate", *(session.posargs or ["latest"]), env=env)
 
 
 # ------------------------------------------------------------------------------- checkpoint lane (issue 11)

@@ -2,7 +2,7 @@
 (benchmarks/data/companion_truth.json, which the tool never reads). Writes benchmarks/results/companions.md and
 companions.json.
 
-    python benchmarks/companion_window.py [--last 12]      # downloads the companions' wheels the cache lacks
+    python -m benchmarks.companion_window [--last 12]      # downloads the companions' wheels the cache lacks
 
 Scores per companion: *on the built-for pin* (the static verdict is ok on our pin of the series the release was
 built for), *best fit* (the pin with the fewest unguarded breaks is in that series), and for a declared lower bound
@@ -66,7 +66,7 @@ def score(result, truth: dict) -> dict:
 
 def markdown(results: dict, scores: dict) -> str:
     lines = ["# Companion window: which companion releases go with which megatron-core", "",
-             "How to reproduce: `python benchmarks/companion_window.py` (downloads the wheels; the window itself is "
+             "How to reproduce: `python -m benchmarks.companion_window` (downloads the wheels; the window itself is "
              "`mcore-compat window --companion NAME`). Real installs: `nox -s companions-<pin> -- --record` "
              "(tools/companion_install.py). Ground truth, held apart: `benchmarks/data/companion_truth.json`.", ""]
     for name, result in results.items():

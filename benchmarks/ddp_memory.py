@@ -4,8 +4,8 @@ Runs the real-DDP harness (tests/integration/ddp_harness.py: 2 gloo ranks, bf16 
 environment and tabulates the figures; adds the GPU figures (torch.cuda.max_memory_allocated across step())
 from benchmarks/results/gpu_pins_raw.json when a device run left them. Figures, not asserts.
 
-    python benchmarks/ddp_memory.py                      # every .nox/mcore-*/ venv
-    python benchmarks/ddp_memory.py --venv-root /tmp/venvs   # venvs named by version
+    python -m benchmarks.ddp_memory                      # every .nox/mcore-*/ venv
+    python -m benchmarks.ddp_memory --venv-root DIR   # venvs named by version
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT))
 
 from compat import version as _v  # noqa: E402
 

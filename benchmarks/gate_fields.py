@@ -20,8 +20,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from compat import registry_format  # noqa: E402
 from compat.configs import DDP_PATH  # noqa: E402

@@ -6,7 +6,7 @@ evaluated as "unknown" for one config (a value it reads is an expression, or a w
 those are counted per config by ``benchmarks/megatron_labels.py``, not here. With ``--rev REV`` the registry of
 that git revision is counted as well (the figures before a change), from ``git show REV:compat/data/registry.json``.
 
-Usage: ``python benchmarks/precheck_coverage.py [--rev REV] [--out benchmarks/results/precheck_coverage]``
+Usage: ``python -m benchmarks.precheck_coverage [--rev REV] [--out benchmarks/results/precheck_coverage]``
 """
 from __future__ import annotations
 

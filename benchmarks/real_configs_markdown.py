@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from real_configs import PIN_VERSIONS
+from benchmarks.real_configs import PIN_VERSIONS
 
 SHOW = 12
 

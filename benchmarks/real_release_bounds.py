@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from compat.errors import CandidateError  # noqa: E402
 from compat.tooling.archive import open_source  # noqa: E402
 from compat.tooling.fetch import cache_dir  # noqa: E402

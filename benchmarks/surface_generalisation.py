@@ -5,8 +5,8 @@ The split was written into ``benchmarks/results/surface_study.md`` before the ga
 set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
-    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|held-out|held-out-2|both|all]
-    python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
+    python -m benchmarks.surface_generalisation [--mirror DIR] [--set development|evaluation|held-out|held-out-2|both|all]
+    python -m benchmarks.surface_generalisation --recall-only --set evaluation   # score only the recall cases
 
 Recall cases: ``tests/data/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
 scored at the commit before its fix and at the fix, on the release it names, by scan + check as ``compat gate`` does.
@@ -25,15 +25,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
-from tools.git_snapshots import export, git_dir  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 from tools.surface_recall import (  # noqa: E402
     NEAR,
     SAMPLE_MIN,
@@ -219,7 +217,7 @@ def markdown(result: dict, reasons: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--set", choices=[*SETS, "both", "all"], default="both",
                         help="both: development and evaluation; all: every set")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -241,14 +239,14 @@ def main() -> int:
     for data in result["sets"].values() if args.relabel else ():
         data["review"] = reviewed(data["sample"], labels)
     with tempfile.TemporaryDirectory(prefix="surface-gen-") as tmp:
-        gate = Gate(args.mirror, Path(tmp), releases)
+        gate = Gate(mirror_root(args.mirror), Path(tmp), releases)
         for set_name in recall_sets:
             result["sets"].setdefault(set_name, {"sweep": [], "sample": [], "unguarded_unique": 0,
                                                  "review": reviewed([], labels)})["recall"] = run_cases(set_name, gate)
         for set_name in chosen:
             rows, pool = [], {}
             for name, (repo, rev) in SETS[set_name].items():
-                row, unguarded = sweep(name, repo, rev, args.mirror, Path(tmp), releases)
+                row, unguarded = sweep(name, repo, rev, mirror_root(args.mirror), Path(tmp), releases)
                 rows.append(row)
                 pool.update(unguarded)
                 print(f"{set_name} {name}: {row['uses']} uses, {len(unguarded)} unguarded", file=sys.stderr)

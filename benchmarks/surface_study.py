@@ -5,7 +5,7 @@ Needs the fetched snapshots (git directories) of the projects and of NVIDIA/Mega
 ``MIRROR/<owner>+<name>/repo`` (what the session's ``fetch`` tool writes; a ``git clone --bare`` works too). Nothing
 of the projects is copied into this repository: their Python files are exported to a temporary directory.
 
-    python benchmarks/surface_study.py [--mirror /work/.mirror] [--out benchmarks/results]
+    python -m benchmarks.surface_study [--mirror DIR] [--out benchmarks/results]
 
 Writes ``surface_study.json`` and ``surface_study.md``. The verdicts of the hand review live in
 ``benchmarks/surface_review.json`` (one per sampled finding: ``true`` when the candidate wheel really lacks what the
@@ -22,14 +22,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
-from tools.git_snapshots import export, git_dir  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 MEGATRON_LM = "NVIDIA/Megatron-LM"
 
@@ -202,7 +201,7 @@ def review(sample: list, verdicts_path: Path) -> dict:
 def markdown(result: dict) -> str:
     lines = ["# Surface gate on real projects", "",
              f"Measured {result['date']} (load average {result['loadavg']}); reproduce with "
-             "`python benchmarks/surface_study.py` from the fetched snapshots.", "",
+             "`python -m benchmarks.surface_study` from the fetched snapshots.", "",
              "## Recall: breaks projects fixed after a megatron-core bump", "",
              "| case | project | candidate | expected finding | before the fix | at the fix |", "|---|---|---|---|---|---|"]
     for r in result["recall"]:
@@ -247,7 +246,7 @@ def markdown(result: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--review", type=Path, default=ROOT / "benchmarks" / "surface_review.json")
     args = parser.parse_args()
@@ -256,8 +255,8 @@ def main() -> int:
     releases = {v: Surface(m) for v, m in release_models().items()}
     with tempfile.TemporaryDirectory(prefix="surface-study-") as tmp:
         tmp = Path(tmp)
-        recall = run_cases(args.mirror, tmp, releases)
-        sweep, unguarded = run_sweep(args.mirror, tmp, releases)
+        recall = run_cases(mirror_root(args.mirror), tmp, releases)
+        sweep, unguarded = run_sweep(mirror_root(args.mirror), tmp, releases)
     sample = draw_sample(unguarded)
     result = {"date": time.strftime("%Y-%m-%d"), "loadavg": open("/proc/loadavg").read().split()[:3],
               "history_releases": list(releases), "recall": recall, "misses": MISSES, "sweep": sweep,

@@ -5,6 +5,7 @@ The mirror holds ``<owner>+<name>/repo`` git directories (bare clones). Its root
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import threading
@@ -64,3 +65,9 @@ def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
     writer.join()
     proc.wait()
     return sha
+
+
+def add_mirror_option(parser: argparse.ArgumentParser) -> None:
+    """``--mirror DIR``, read through ``mirror_root`` (``$MCORE_COMPAT_MIRROR`` when it is not given)."""
+    parser.add_argument("--mirror", type=Path, default=None,
+                        help=f"snapshot mirror: <owner>+<name>/repo git directories (default: ${MIRROR_VARIABLE})")

@@ -6,7 +6,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import hostile_inputs as H
@@ -214,8 +213,6 @@ def test_a_checkout_saying_a_release_it_is_not(tmp_path):
 
 
 def H_matrix():
-    if str(H.ROOT) not in sys.path:
-        sys.path.insert(0, str(H.ROOT))
     from tools import matrix
 
     return matrix

@@ -934,8 +934,6 @@ def test_concurrent_accepts_lose_no_update(tmp_path):
 
 
 def H_matrix():
-    if str(H.ROOT) not in sys.path:
-        sys.path.insert(0, str(H.ROOT))
     from tools import matrix
 
     return matrix

@@ -169,9 +169,6 @@ def _is_docstring(path: Path, node: ast.Constant) -> bool:
 
 
 def _layout_tool():
-    root = str(REPO)
-    if root not in sys.path:
-        sys.path.insert(0, root)
     from tools import layout
 
     return layout
