@@ -1,4 +1,4 @@
-"""How the gate's levels moved with issue 16: the classifier before (a checkout of main, run with --json) and after
+"""How the gate's levels moved: the classifier before (a checkout of main, run with --json) and after
 (this tree) on real release pairs, split into a development set (the pairs the issue's review studied and this work
 was tuned on) and an evaluation set (adjacent pins nobody looked at while writing it).
 

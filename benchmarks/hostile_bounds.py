@@ -1,4 +1,4 @@
-"""Time and peak memory of every bounded case of issue 17 (hostile input, round 2), each under ``/usr/bin/time -v``.
+"""Time and peak memory of every bounded case of the hostile-input catalogue, each under ``/usr/bin/time -v``.
 
 The CLI cases are the ``r2-*`` rows of tests/unit/test_hostile.py's catalogue (built the same way, in a temp dir);
 the evaluator cases run a candidate check through ``compat.precheck`` in a child; the parse cases feed
@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
               "all_exits_as_expected": all(r["exit"] in _codes(r["expected_exit"]) for r in rows)}
     if not wanted:
         OUT.write_text(json.dumps(result, indent=1) + "\n")
-        lines = ["# Issue 17 bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",
+        lines = ["# Bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",
                  f"Limits: {LIMITS['seconds']} s and {LIMITS['max_rss_mib']:.0f} MiB per case. Python "
                  f"{result['python']}, {result['cpus']} CPUs shared, load average {result['load_average']}.", "",
                  "| case | exit (expected) | wall s | CPU s | peak MiB | within | what it said |",

@@ -1,7 +1,7 @@
-"""Surface gate on downstream projects no earlier study used (issue 15): recall on breaks fixed in their history
+"""Surface gate on downstream projects no earlier study used: recall on breaks fixed in their history
 and a hand-checked false-alarm share of unguarded findings, for a development and an evaluation set kept apart.
 
-The split was written into ``benchmarks/results/surface_study.md`` before the gate's code changed; the evaluation
+The split was written into ``docs/studies/surface-gate-on-real-projects.md`` before the gate's code changed; the evaluation
 set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
@@ -12,7 +12,7 @@ Recall cases: ``tests/data/surface_recall_cases/{development,evaluation}.json`` 
 scored at the commit before its fix and at the fix, on the release it names, by scan + check as ``compat gate`` does.
 
 Writes ``benchmarks/results/surface_generalisation.json`` and the section between the markers in
-``benchmarks/results/surface_study.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
+``docs/studies/surface-gate-on-real-projects.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDY_DOC = ROOT / "docs" / "studies" / "surface-gate-on-real-projects.md"
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
@@ -53,10 +54,10 @@ SETS = {
                    # added 17:59 UTC, after the three above gave 5 unguarded findings in all; not looked at before
                    "NeMo": ("NVIDIA/NeMo", "8cfedd7203"),
                    "Export-Deploy": ("NVIDIA-NeMo/Export-Deploy", "914daa6b2"),
-                   # added by h15b (issue 15, to reach 60 labelled findings); no study here had looked at it
+                   # added (to reach 60 labelled findings); no study here had looked at it
                    "RLinf": ("RLinf/RLinf", "a3816b596")},
 }
-# Session 7 (2026-12-02): issue 15 asks for >= 60 hand-checked findings from >= 6 projects per set. Added to the
+# 2026-12-02: the study asks for >= 60 hand-checked findings from >= 6 projects per set. Added to the
 # hand review only, at the snapshots the recall cases already use: the development set's other projects (the first
 # study's six, whose breaks are development recall cases) and the evaluation recall cases' projects that had no
 # sweep. Their recall cases were scored before; their unguarded findings at these heads had not been read.
@@ -68,14 +69,14 @@ SETS["evaluation"].update({
     "bionemo-framework": ("NVIDIA/bionemo-framework", "3a9d005bf"), "FlagScale": ("FlagOpen/FlagScale", "da4935ec6"),
     "miles": ("radixark/miles", "31f1ca961"), "accelerate": ("huggingface/accelerate", "16cb6eb80"),
     "SkyRL": ("NovaSky-AI/SkyRL", "a9564572e")})
-# Session 8 (2026-12-03 06:40 UTC): a held-out set, chosen before any run of the gate on it, from downstream users
+# 2026-12-03 06:40 UTC: a held-out set, chosen before any run of the gate on it, from downstream users
 # no study here had fetched or read (Huawei's Ascend stack, which runs Megatron-LM core_v0.12.1 by its READMEs). Run
 # once, on the session's final code; its figures are reported apart and no gate change is made from them.
 SETS["held-out"] = {"MindSpeed-LLM": ("Ascend/MindSpeed-LLM", "c77308a1"),
                     "MindSpeed-MM": ("Ascend/MindSpeed-MM", "57069cd5"),
                     "MindSpeed": ("Ascend/MindSpeed", "028de58c"),
                     "MindSpeed-RL": ("Ascend/MindSpeed-RL", "05a90d7")}
-# Session 9 (2026-12-03 15:56 UTC): a second held-out set, chosen the same way before any code changed that session
+# 2026-12-03 15:56 UTC: a second held-out set, chosen the same way before any code changed that session
 # (the first one became development data: that session's change was built from its misses). Their pins are the
 # megatron-core their requirements.txt / pyproject.toml name; twinkle names none.
 SETS["held-out-2"] = {"cosmos-predict1": ("nvidia-cosmos/cosmos-predict1", "4ed35faaf"),
@@ -259,7 +260,7 @@ def main() -> int:
                       loadavg=open("/proc/loadavg").read().split()[:3])
     result["sets"] = {k: result["sets"][k] for k in SETS if k in result["sets"]}
     write_atomic(out_json, json.dumps(result, indent=1) + "\n")
-    md = args.out / "surface_study.md"
+    md = STUDY_DOC
     text = md.read_text()
     section = markdown(result, json.loads(MISS_REASONS.read_text()) if MISS_REASONS.exists() else {})
     if BEGIN in text:

@@ -1,4 +1,4 @@
-"""Time and peak memory of the surface gate on the hostile candidates of issue 17 (``tests/unit/hostile_surface.py``),
+"""Time and peak memory of the surface gate on the hostile candidates (``tests/unit/hostile_surface.py``),
 whole process, measured with ``/usr/bin/time -v``: wall and CPU (user + system) seconds, maximum resident set size,
 exit code, stderr lines.
 

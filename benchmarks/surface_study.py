@@ -7,7 +7,8 @@ of the projects is copied into this repository: their Python files are exported 
 
     python -m benchmarks.surface_study [--mirror DIR] [--out benchmarks/results]
 
-Writes ``surface_study.json`` and ``surface_study.md``. The verdicts of the hand review live in
+Writes ``surface_study.json`` (under ``--out``) and ``docs/studies/surface-gate-on-real-projects.md``.
+The verdicts of the hand review live in
 ``benchmarks/surface_review.json`` (one per sampled finding: ``true`` when the candidate wheel really lacks what the
 project uses and the code can run, ``false`` otherwise, with the reason).
 """
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDY_DOC = ROOT / "docs" / "studies" / "surface-gate-on-real-projects.md"
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
@@ -263,8 +265,8 @@ def main() -> int:
               "unguarded_unique": len(unguarded), "review": review(sample, args.review)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "surface_study.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "surface_study.md").write_text(markdown(result))
-    print(f"wrote {args.out / 'surface_study.md'}", file=sys.stderr)
+    STUDY_DOC.write_text(markdown(result))
+    print(f"wrote {STUDY_DOC}", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Unguarded findings of the surface gate on the development projects of issue 15, for a before/after comparison
+"""Unguarded findings of the surface gate on the development projects of the generalisation study, for a before/after comparison
 of a change to the gate (the new findings are then read by hand).
 
     python -m benchmarks.surface_sweep --out findings.json [--mirror DIR] [--releases 0.16.1 0.19.2]

@@ -1,7 +1,7 @@
 """Wall and CPU time of the surface gate on a 2,500-file project (NeMo at 8cfedd7203, 2,503 files): a first run
 (a fresh cache beside every cached release wheel: no model, no project scan cached), warm runs of one candidate,
 the same with the project scan cache emptied before each run (the scan itself), and --window over 13
-releases (issue 15's speed targets: 5 s, 3 s, 8 s). Figures, not asserts; the load average is recorded beside
+releases (the speed targets: 5 s, 3 s, 8 s). Figures, not asserts; the load average is recorded beside
 them, and user CPU seconds too (the machine is shared, so wall time alone says little).
 
     python -m benchmarks.surface_time_first_run [--mirror DIR] [--runs 3] [--first-runs 1] [--label after]

@@ -449,7 +449,7 @@ def _pieces(head: bytes, chunk: bytes, count: int) -> bytes:
     return piece(head) + piece(chunk) * count + zlib.compressobj(9, zlib.DEFLATED, -15).flush()
 
 
-# ------------------------------------------------------------------------------------ issue 17: round 2
+# ------------------------------------------------------------------------------------ hostile inputs: parsing, archives, messages
 def flipped_config(version: str = "0.19.2") -> str:
     """The registry's DDPConfig of ``version`` with one default flipped (a real break the gate must see)."""
     source = config_source(version)

@@ -1,6 +1,7 @@
 """The README stays short and every link in the Markdown documents resolves; generated samples match real output."""
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
+@functools.cache
 def anchors(path: Path) -> set[str]:
     headings = [line.lstrip("#") for line in FENCE.sub("", path.read_text(encoding="utf-8")).splitlines()
                 if re.match(r"#{1,6} ", line)]

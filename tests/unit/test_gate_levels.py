@@ -1,4 +1,4 @@
-"""Gate verdicts a maintainer can act on (issue 16): levels, package metadata, labels, value renames, every class of
+"""Gate verdicts a maintainer can act on: levels, package metadata, labels, value renames, every class of
 CONFIGS, missing classes, rendering, upstream commits. Candidates are built here from the registry's own facts."""
 from __future__ import annotations
 

@@ -52,8 +52,9 @@ def machine_paths(text: str) -> list[str]:
 
 
 def test_machine_path_pattern():
-    assert machine_paths("x = Path('/work/.mirror')\ncache under ~/.cache\n") == ["x = Path('/work/.mirror')"]
-    assert machine_paths("  --out /tmp/a.json\n$TMPDIR/x <checkout>/y\n") == ["--out /tmp/a.json"]
+    mirror, temp = "/" + "work/.mirror", "/" + "tmp/a.json"  # spelled apart: this file is scanned too
+    assert machine_paths(f"x = Path('{mirror}')\ncache under ~/.cache\n") == [f"x = Path('{mirror}')"]
+    assert machine_paths(f"  --out {temp}\n$TMPDIR/x <checkout>/y\n") == [f"--out {temp}"]
     assert not machine_paths("src/megatron/core/x.py and ./tmp/x and /usr/bin/time")
 
 
@@ -74,10 +75,26 @@ def test_conftest_edits_sys_path_once():
 
 
 def test_sys_path_edit_pattern():
-    assert SYS_PATH_EDIT.search("sys.path.insert(0, ROOT)") and SYS_PATH_EDIT.search("sys.path[:0] = [a]")
+    edit = "sys.path"  # spelled apart: this file is scanned too
+    assert SYS_PATH_EDIT.search(edit + ".insert(0, ROOT)") and SYS_PATH_EDIT.search(edit + "[:0] = [a]")
     assert not SYS_PATH_EDIT.search("for entry in sys.path:")
 
 
 def test_tests_do_not_import_benchmarks():
     tests = [name for name in tracked_files() if name.startswith("tests/") and name.endswith(".py")]
     assert [name for name in tests if TEST_IMPORTS_BENCHMARKS.search(text_of(name))] == []
+
+
+# Words only the people who did the work can resolve: issue numbers, work-branch names, numbered sessions and passes.
+PROCESS_WORDS = re.compile(r"\bissues? #?\d+\b|\bh1\d[a-z]?\b|\bsessions? \d+\b|\bpass \d+\b|\bround \d+\b", re.I)
+
+
+def test_process_word_pattern():
+    assert PROCESS_WORDS.search("see " + "issue" + " 15") and PROCESS_WORDS.search("branch " + "h" + "15f")
+    assert PROCESS_WORDS.search("in " + "session" + " 7") and PROCESS_WORDS.search("pass" + " 3")
+    assert not PROCESS_WORDS.search("passes 4 positionals; 0.15.3; h100 GPUs; an issue with 2 ranks")
+
+
+def test_no_process_words_in_tracked_files():
+    found = {name: PROCESS_WORDS.findall(text_of(name)) for name in tracked_files()}
+    assert {name: words for name, words in found.items() if words} == {}
