@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,31 @@ def test_package_docstring_names_only_its_modules(package):
         p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
     assert named - present == set()
     assert present - named == set()
+
+
+def indexed(relative: str, index: str) -> bool:
+    """The results index names the file: its path or name, its folder (``gate/``), or a ``<placeholder>`` pattern."""
+    if relative == "README.md" or relative in index or Path(relative).name in index:
+        return True
+    folder = relative.split("/")[0] + "/"
+    if "/" in relative and folder in index:
+        return True
+    patterns = [re.escape(p).replace(re.escape("<"), "<").replace(re.escape(">"), ">")
+                for p in re.findall(r"`([^`]*<[^`]*>[^`]*)`", index)]
+    return any(re.fullmatch(re.sub(r"<[^>]*>", r"[\\w.+-]+", p), relative) for p in patterns)
+
+
+def test_results_index_names_every_results_file():
+    results = REPO / "benchmarks" / "results"
+    index = (results / "README.md").read_text(encoding="utf-8")
+    done = subprocess.run(["git", "-C", str(REPO), "ls-files", "benchmarks/results"], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip("not a git checkout: the tracked results are unknown")
+    files = [Path(line).relative_to("benchmarks/results").as_posix() for line in done.stdout.splitlines()]
+    assert files and [f for f in files if not indexed(f, index)] == []
+
+
+def test_results_index_check_sees_an_unlisted_file():
+    index = "| `megatron_labels/<version>.json` | x |\n[gate reports](gate/)\nvendor_size.json"
+    assert indexed("megatron_labels/0.19.2.json", index) and indexed("gate/a.md", index)
+    assert indexed("vendor_size.json", index) and not indexed("new_figure.json", index)
