@@ -77,6 +77,9 @@ def _ratio_line(cpu: dict) -> str:
 def markdown(cpu: dict, gpu: dict) -> str:
     lines = ["# DDP memory and communication per pin",
              "",
+             "Reproduce: `python -m benchmarks.ddp_memory` (CPU, every pin); the GPU column: "
+             "`benchmarks/gpu/run_pins.sh` on a CUDA machine.",
+             "",
              "Model: bf16 3x Linear(64,64) (12,480 params) in a MegatronModule; real megatron-core "
              "DistributedDataParallel + get_megatron_optimizer().step(). CPU: 2 gloo ranks (per-rank figures, "
              "rank 0 / rank 1). `resolver` = compat.build_ddp_config with an optimizer (grad_reduce_in_fp32=True); "

@@ -121,6 +121,7 @@ def main(argv: list[str]) -> int:
     if not wanted:
         OUT.write_text(json.dumps(result, indent=1) + "\n")
         lines = ["# Bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",
+                 "Reproduce: `python -m benchmarks.hostile_bounds [CASE]`.", "",
                  f"Limits: {LIMITS['seconds']} s and {LIMITS['max_rss_mib']:.0f} MiB per case. Python "
                  f"{result['python']}, {result['cpus']} CPUs shared, load average {result['load_average']}.", "",
                  "| case | exit (expected) | wall s | CPU s | peak MiB | within | what it said |",

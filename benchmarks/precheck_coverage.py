@@ -56,7 +56,7 @@ def count(data: dict) -> dict:
 
 def _markdown(now: dict, before: dict | None, rev: str | None) -> str:
     lines = ["# Pre-checked `__post_init__` checks (TransformerConfig, MLATransformerConfig)", "",
-             "Made by `benchmarks/precheck_coverage.py" + (f" --rev {rev}" if rev else "") + "` from the committed "
+             "Made by `python -m benchmarks.precheck_coverage" + (f" --rev {rev}" if rev else "") + "` from the committed "
              "registry. A check is pre-checked when the registry does not mark it `skip`; writes of `__post_init__` "
              "before it are replayed (`compat.precheck.Timeline`).", "",
              "| release | config | checks | pre-checked now | " + (f"before ({rev}) | " if before else "") + "|",

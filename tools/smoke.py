@@ -184,6 +184,7 @@ def summary(data: dict | None = None) -> str:
     """benchmarks/results/smoke.md: one row per pin, from compat/tooling/data/install.json."""
     data = data or load()
     rows = ["# Plain install per pin (smoke-<version> sessions)", "",
+            "Reproduce: `nox -s smoke-<version> -- --record` per pin, then `python -m tools.smoke summary`.", "",
             "`pip install megatron-core==X` with its declared dependencies, no extras, the matrix's CPU torch, in a "
             "fresh venv on the pin's Python; then `import` of the modules the contract tests use "
             f"({', '.join(f'`{m}`' for m in data['modules'])}). Undeclared imports are installed one round at a time "

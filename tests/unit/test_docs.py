@@ -124,3 +124,14 @@ def test_results_index_check_sees_an_unlisted_file():
     index = "| `megatron_labels/<version>.json` | x |\n[gate reports](gate/)\nvendor_size.json"
     assert indexed("megatron_labels/0.19.2.json", index) and indexed("gate/a.md", index)
     assert indexed("vendor_size.json", index) and not indexed("new_figure.json", index)
+
+
+REPRODUCE = re.compile(r"python -m (?:benchmarks|tools)\.\w+|python -m compat |nox -[st] |tests/\w+/lane\.py|benchmarks/gpu/\w+\.sh")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "benchmarks" / "results").rglob("*.md")),
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_results_page_says_how_to_reproduce_it(path):
+    if path.parent.name in ("gate",) and path.name != "README.md":
+        pytest.skip("a recorded gate report: its folder's README.md says how it was made")
+    assert REPRODUCE.search(path.read_text(encoding="utf-8")), "name the command that makes this figure"

@@ -86,7 +86,7 @@ def test_tests_do_not_import_benchmarks():
 
 
 # Words only the people who did the work can resolve: issue numbers, work-branch names, numbered sessions and passes.
-PROCESS_WORDS = re.compile(r"\bissues? #?\d+\b|\bh1\d[a-z]?\b|\bsessions? \d+\b|\bpass \d+\b|\bround \d+\b", re.I)
+PROCESS_WORDS = re.compile(r"\bissues?[- ]#?\d+\b|\bh1\d[a-z]?\b|\bsessions? \d+\b|\bpass \d+\b|\bround \d+\b", re.I)
 
 
 def test_process_word_pattern():
