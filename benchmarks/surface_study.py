@@ -200,8 +200,15 @@ def review(sample: list, verdicts_path: Path) -> dict:
             else None, "false_alarms_from_name_or_keyword_resolution": names_false}
 
 
+def kept_summary() -> list[str]:
+    """The study document's hand-written summary paragraph, kept when the document is rewritten."""
+    text = STUDY_DOC.read_text(encoding="utf-8") if STUDY_DOC.exists() else ""
+    summary = next((block for block in text.split("\n\n") if block.startswith("**Summary.**")), None)
+    return [summary, ""] if summary else []
+
+
 def markdown(result: dict) -> str:
-    lines = ["# Surface gate on real projects", "",
+    lines = ["# Surface gate on real projects", "", *kept_summary(),
              f"Measured {result['date']} (load average {result['loadavg']}); reproduce with "
              "`python -m benchmarks.surface_study` from the fetched snapshots.", "",
              "## Recall: breaks projects fixed after a megatron-core bump", "",
