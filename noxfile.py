@@ -13,7 +13,7 @@ plain nox prints pip's log on stdout and breaks ``nox -l --json``). Nox reads th
     nox -s mcore-0.16.1         torch 2.13.0+cpu + megatron-core 0.16.1, then pytest tests -m "megatron and not gpu"
     nox -t newest / -t oldest   the newest / oldest pin
     nox -s gpu-0.16.1           pytest tests -m gpu (skipped without CUDA)
-    nox -s gate                 python tools/matrix.py gate latest
+    nox -s gate                 python -m tools.matrix gate latest
     nox -s gate -- latest --project .   surface gate: what the newest release breaks in this code
     nox -s mcore-0.16.1 -- -x -k ddp    arguments after -- go to pytest
 
@@ -380,7 +380,7 @@ for _pin in PINS:
 
 @nox.session(python=UNIT_PYTHON, venv_backend="uv", tags=["gate"])
 def gate(session: nox.Session) -> None:
-    """Upgrade gate: python tools/matrix.py gate latest (arguments after -- replace `latest`): the package's gate
+    """Upgrade gate: python -m tools.matrix gate latest (arguments after -- replace `latest`): the package's gate
     with the test matrix, so a release already registered is compared with the pin before it.
 
     MCORE_COMPAT_GATE_PROJECT=PATH (e.g. `.` in a repository that vendors compat/) first runs the surface gate,
@@ -392,10 +392,10 @@ def gate(session: nox.Session) -> None:
     project = os.environ.get("MCORE_COMPAT_GATE_PROJECT", "").strip()
     if project and not session.posargs:
         session.run("python", "-m", "compat", "gate", "latest", "--project", project, env=env)
-    session.run("python", "tools/matrix.py", "gate", *(session.posargs or ["latest"]), env=env)
+    session.run("python", "-m", "tools.matrix", "gate", *(session.posargs or ["latest"]), env=env)
 
 
-# ------------------------------------------------------------------------------- checkpoint lane (issue 11)
+# ------------------------------------------------------------------------------- checkpoint lane
 # A checkpoint saved with pin N-1 must load on pin N with every optimizer byte intact. One session per adjacent
 # pair of pins (`ckpt-<old>-to-<new>`, tags ckpt + cpu); it saves in the old pin's venv and loads in the new pin's
 # venv, in separate processes (tests/ckpt/lane.py); its tables and timings go to the ignored benchmarks/results/raw/
@@ -471,7 +471,7 @@ for _old, _new in zip(CKPT_PINS, CKPT_PINS[1:]):
                     tags=["gpu", "ckpt-gpu"] if _gpu else ["ckpt", "cpu"])(_ckpt_pair_session(_old, _new, gpu=_gpu))
 
 
-# ------------------------------------------------------------------------------ equivalence lane (issue 18)
+# ------------------------------------------------------------------------------ equivalence lane
 # The same tiny GPTModel, weights, batches and config on every pin from tests/equiv/expected.yaml's first_pin on:
 # `equiv-<version>` trains it in that pin's lane venv (tag requirement: pulled in by `equiv`, never a CI job of its
 # own); `equiv` (tags equiv, cpu) compares adjacent pins bit for bit and writes equivalence.* under the ignored
@@ -530,7 +530,7 @@ if EQUIV_PINS:
                 tags=["equiv", "cpu"])(_equiv_compare_session(EQUIV_PINS))
 
 
-# ------------------------------------------------------------------------------ plain-install check (issue 16)
+# ------------------------------------------------------------------------------ plain-install check
 # `pip install megatron-core==X` as a user does it: declared dependencies, no extras, the pin's CPU torch, into a
 # fresh venv; then import megatron.core and the modules the contract tests use (tests/smoke/probe.py). The outcome
 # is compared with compat/tooling/data/install.json (tools/smoke.py): a change either way fails the session

@@ -10,7 +10,7 @@ the switches between them are counted apart. A version parse is a ``packaging.ve
 string; a version match is a call of ``compat.version.match_release`` (a version placed among the registry's
 releases). The wall time of a first call is untraced, the median of ``--runs`` fresh processes, bytecode compiled.
 
-    python benchmarks/call_trace.py --ref 5847d67 --out benchmarks/results/call_trace.json
+    python -m benchmarks.call_trace --ref 5847d67 --out benchmarks/results/call_trace.json
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Wall and CPU time of the checkpoint lane, ``nox -t ckpt`` (a figure for the 90-minute CI budget).
 
-    python benchmarks/ckpt_lane_time.py                 # warm: lane venvs as they are
-    python benchmarks/ckpt_lane_time.py --mode cold     # remove the lane venvs (.nox/*ckpt-venv-*) first
+    python -m benchmarks.ckpt_lane_time                 # warm: lane venvs as they are
+    python -m benchmarks.ckpt_lane_time --mode cold     # remove the lane venvs (.nox/*ckpt-venv-*) first
 
 "cold" rebuilds the lane venvs from the uv cache, as in CI, where the mcore-<version> sessions have filled it with
 the same wheels before the ckpt sessions run. Records total wall time, the CPU time of everything nox ran, the load
@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane_time.json"
 RE_END = re.compile(r"^nox > \* (?P<name>\S+): (?P<status>\w+), took (?P<took>.+)$")
 

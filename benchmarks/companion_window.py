@@ -2,7 +2,7 @@
 (benchmarks/data/companion_truth.json, which the tool never reads). Writes benchmarks/results/companions.md and
 companions.json.
 
-    python benchmarks/companion_window.py [--last 12]      # downloads the companions' wheels the cache lacks
+    python -m benchmarks.companion_window [--last 12]      # downloads the companions' wheels the cache lacks
 
 Scores per companion: *on the built-for pin* (the static verdict is ok on our pin of the series the release was
 built for), *best fit* (the pin with the fewest unguarded breaks is in that series), and for a declared lower bound
@@ -61,12 +61,25 @@ def score(result, truth: dict) -> dict:
                        "at_or_above": len(above),
                        "below_ok": sum(result.cells[(r, pin)].status == OK for r in below), "below": len(below)})
     out["declared_min"] = bounds
+    out["static_vs_real"] = static_vs_real(result)
     return out
+
+
+def static_vs_real(result) -> dict:
+    """Every cell with a recorded install: the static verdict against what the install did. "static ok, install
+    fails" is a break the surface gate missed; "static breaks, install ok" is mostly a break an import does not
+    reach (a call with a removed keyword)."""
+    table: dict = {}
+    for cell in result.cells.values():
+        if cell.real:
+            key = f"static {cell.status}, install {cell.real['outcome']}"
+            table[key] = table.get(key, 0) + 1
+    return dict(sorted(table.items()))
 
 
 def markdown(results: dict, scores: dict) -> str:
     lines = ["# Companion window: which companion releases go with which megatron-core", "",
-             "How to reproduce: `python benchmarks/companion_window.py` (downloads the wheels; the window itself is "
+             "How to reproduce: `python -m benchmarks.companion_window` (downloads the wheels; the window itself is "
              "`mcore-compat window --companion NAME`). Real installs: `nox -s companions-<pin> -- --record` "
              "(tools/companion_install.py). Ground truth, held apart: `benchmarks/data/companion_truth.json`.", ""]
     for name, result in results.items():
@@ -77,11 +90,14 @@ def markdown(results: dict, scores: dict) -> str:
                          f"releases; best-fit pin in the built-for series: {s['best_fit_agrees']} of {s['releases']}")
             if s["real_checked"]:
                 lines.append(f"- real installs on the built-for pin: {s['real_ok']} of {s['real_checked']} import "
-                             "every megatron-using module")
+                             "every megatron-using module (the others: see the real column)")
         for b in s["declared_min"]:
             lines.append(f"- megatron-core {b['pin']} declares {name}>={b['min']}: static ok for "
                          f"{b['at_or_above_ok']} of {b['at_or_above']} releases at or above it, and for "
                          f"{b['below_ok']} of {b['below']} below it (a declared minimum is not a break)")
+        if s["static_vs_real"]:
+            lines.append("- every cell with a recorded install, static verdict against the install: "
+                         + "; ".join(f"{k}: {v}" for k, v in s["static_vs_real"].items()))
         if s["rows"]:
             lines += ["", "| release | built for | pin | static | unguarded breaks | best fit | real |",
                       "|---|---|---|---|---|---|---|"]

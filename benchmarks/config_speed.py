@@ -1,4 +1,4 @@
-"""Speed and size of the all-classes registry (issue 10): `import compat`, `explain --config transformer` as a
+"""Speed and size of the all-classes registry: `import compat`, `explain --config transformer` as a
 whole process, and the registry file.
 
 Bytecode is written first (a warm-up run), then each figure is the median of N runs. The machine is shared: the

@@ -4,8 +4,8 @@ Runs the real-DDP harness (tests/integration/ddp_harness.py: 2 gloo ranks, bf16 
 environment and tabulates the figures; adds the GPU figures (torch.cuda.max_memory_allocated across step())
 from benchmarks/results/gpu_pins_raw.json when a device run left them. Figures, not asserts.
 
-    python benchmarks/ddp_memory.py                      # every .nox/mcore-*/ venv
-    python benchmarks/ddp_memory.py --venv-root /tmp/venvs   # venvs named by version
+    python -m benchmarks.ddp_memory                      # every .nox/mcore-*/ venv
+    python -m benchmarks.ddp_memory --venv-root DIR   # venvs named by version
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT))
 
 from compat import version as _v  # noqa: E402
 
@@ -77,6 +76,9 @@ def _ratio_line(cpu: dict) -> str:
 
 def markdown(cpu: dict, gpu: dict) -> str:
     lines = ["# DDP memory and communication per pin",
+             "",
+             "Reproduce: `python -m benchmarks.ddp_memory` (CPU, every pin); the GPU column: "
+             "`benchmarks/gpu/run_pins.sh` on a CUDA machine.",
              "",
              "Model: bf16 3x Linear(64,64) (12,480 params) in a MegatronModule; real megatron-core "
              "DistributedDataParallel + get_megatron_optimizer().step(). CPU: 2 gloo ranks (per-rank figures, "

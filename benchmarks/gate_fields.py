@@ -1,4 +1,4 @@
-"""The gate's time against a class's field count (issue 8, 2.2): synthetic DDP configs of N fields.
+"""The gate's time against a class's field count: synthetic DDP configs of N fields.
 
 Two shapes per N: "added" (the real 0.19.2 DDPConfig plus N new fields with docs, gated against the registry) and
 "renamed" (a registry whose newest DistributedDataParallelConfig has N fields, all renamed in the candidate: N
@@ -20,8 +20,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from compat import registry_format  # noqa: E402
 from compat.configs import DDP_PATH  # noqa: E402
@@ -93,7 +91,7 @@ def main() -> dict:
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "note": "in-process gate (read, diff, classify) per synthetic wheel; 'renamed': every field removed "
                       "and a look-alike added, so the rename search sees N x N pairs without the index. Before the "
-                      "fix (issue 8): 47 s at 10,000 fields."}
+                      "fix: 47 s at 10,000 fields."}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return result

@@ -1,4 +1,4 @@
-"""How the gate's levels moved with issue 16: the classifier before (a checkout of main, run with --json) and after
+"""How the gate's levels moved: the classifier before (a checkout of main, run with --json) and after
 (this tree) on real release pairs, split into a development set (the pairs the issue's review studied and this work
 was tuned on) and an evaluation set (adjacent pins nobody looked at while writing it).
 
@@ -6,7 +6,7 @@ For every item the old classifier called breaking and the new one does not, the 
 a widened annotation must admit every old value (levels.annotation_fit), a demoted check must need a new
 default-off field set (its when-clause). Writes benchmarks/results/gate_levels.json.
 
-    python benchmarks/gate_levels.py --before /work/main
+    python -m benchmarks.gate_levels --before CHECKOUT
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from compat.tooling import refresh  # noqa: E402
 from compat.tooling.gate.levels import WIDENED, annotation_fit  # noqa: E402
 

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from compat.tooling import fetch  # noqa: E402
 
 CANDIDATE = "megatron-core==0.19.2"

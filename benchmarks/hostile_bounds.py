@@ -1,4 +1,4 @@
-"""Time and peak memory of every bounded case of issue 17 (hostile input, round 2), each under ``/usr/bin/time -v``.
+"""Time and peak memory of every bounded case of the hostile-input catalogue, each under ``/usr/bin/time -v``.
 
 The CLI cases are the ``r2-*`` rows of tests/unit/test_hostile.py's catalogue (built the same way, in a temp dir);
 the evaluator cases run a candidate check through ``compat.precheck`` in a child; the parse cases feed
@@ -6,7 +6,7 @@ the evaluator cases run a candidate check through ``compat.precheck`` in a child
 is shared; these are figures, not asserts): wall seconds and maximum resident set size as ``time -v`` reports
 them, for the child process only. Writes benchmarks/results/hostile_bounds.json and .md.
 
-    python benchmarks/hostile_bounds.py [NAME_SUBSTRING]
+    python -m benchmarks.hostile_bounds [NAME_SUBSTRING]
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
+sys.path.insert(0, str(ROOT / "tests" / "unit"))  # the catalogue imports its siblings by bare name, as pytest does
 import hostile_inputs as H  # noqa: E402
 import test_hostile as T  # noqa: E402
 
@@ -87,13 +86,15 @@ def cases(tmp: Path):
         times = 8 if "budget" in name else 1
         yield name, "api", [sys.executable, "-c", PARSE_PROGRAM.format(expr=expr, times=times)], 0
 
+TEMP_RUN = re.escape(tempfile.gettempdir()) + r"/hostile-bounds-[^/]+/"  # this run's files, as printed
+
 
 def _codes(expected) -> tuple:
     return tuple(expected) if isinstance(expected, (list, tuple)) else (expected,)
 
 
 def _cell(text: str) -> str:
-    text = re.sub(r"/tmp/hostile-bounds-[^/]+/", "TMP/", text)
+    text = re.sub(TEMP_RUN, "TMP/", text)
     return text.replace("|", "\\|").replace("`", "'")[:120]
 
 
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> int:
                 continue
             row = {"case": name, "kind": kind, "expected_exit": expected, **timed(command, ROOT)}
             row["within"] = row["seconds"] <= LIMITS["seconds"] and row["max_rss_mib"] <= LIMITS["max_rss_mib"]
-            row["said"] = re.sub(r"/tmp/hostile-bounds-[^/]+/", "TMP/", row["said"])
+            row["said"] = re.sub(TEMP_RUN, "TMP/", row["said"])
             rows.append(row)
             print(f"{name:50} exit {row['exit']} {row['seconds']:6.2f} s {row['cpu_seconds']:6.2f} cpu-s "
                   f"{row['max_rss_mib']:7.1f} MiB  "
@@ -119,7 +120,8 @@ def main(argv: list[str]) -> int:
               "all_exits_as_expected": all(r["exit"] in _codes(r["expected_exit"]) for r in rows)}
     if not wanted:
         OUT.write_text(json.dumps(result, indent=1) + "\n")
-        lines = ["# Issue 17 bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",
+        lines = ["# Bounded cases: wall time and peak memory (`/usr/bin/time -v`, one run each)", "",
+                 "Reproduce: `python -m benchmarks.hostile_bounds [CASE]`.", "",
                  f"Limits: {LIMITS['seconds']} s and {LIMITS['max_rss_mib']:.0f} MiB per case. Python "
                  f"{result['python']}, {result['cpus']} CPUs shared, load average {result['load_average']}.", "",
                  "| case | exit (expected) | wall s | CPU s | peak MiB | within | what it said |",

@@ -1,8 +1,8 @@
 """What `import compat` (and the first use of its main entry points) costs, in fresh processes.
 
-    python benchmarks/import_time.py                     # this checkout, 25 runs per statement
-    python benchmarks/import_time.py --ref c4bd041       # also a git revision (e.g. before a change)
-    python benchmarks/import_time.py --runs 50 --python /path/to/python
+    python -m benchmarks.import_time                     # this checkout, 25 runs per statement
+    python -m benchmarks.import_time --ref c4bd041       # also a git revision (e.g. before a change)
+    python -m benchmarks.import_time --runs 50 --python /path/to/python
 
 Each statement runs in a new interpreter with ``-X importtime``; the figure is the import time the statement
 adds on top of interpreter start-up (the summed cumulative time of the top-level imports that ``-c pass`` does

@@ -8,7 +8,7 @@ Only scripts that set ``--num-layers`` are kept (the others configure no model).
 The split was fixed before any script was looked at: slime (``scripts/models``) is the development set, Megatron-LM's
 own ``examples/`` and Pai-Megatron-Patch the evaluation set.
 
-Usage: ``python benchmarks/launch_args_harvest.py`` (mirrors from the ``fetch`` tool under /work/.mirror).
+Usage: ``python -m benchmarks.launch_args_harvest`` (snapshots under ``$MCORE_COMPAT_MIRROR``).
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-MIRROR = Path("/work/.mirror")
+from tools.git_snapshots import mirror_root
+
 SOURCES = [  # (project, git dir, ref, path prefix, set)
     ("THUDM/slime", "THUDM+slime", "HEAD", "scripts/models/", "dev"),
     ("NVIDIA/Megatron-LM", "NVIDIA+Megatron-LM", "core_v0.19.0", "examples/", "eval"),
@@ -95,7 +96,7 @@ def args_of(text: str) -> tuple[list[str], int]:
 def harvest() -> dict:
     scripts = []
     for project, mirror, ref, prefix, split in SOURCES:
-        git_dir = MIRROR / mirror / "repo"
+        git_dir = mirror_root(None) / mirror / "repo"
         if not git_dir.exists():
             print(f"{project}: no mirror at {git_dir}", file=sys.stderr)
             continue

@@ -1,11 +1,11 @@
 """Wall time of the nox matrix against the time pytest itself spends, warm and cold.
 
-    python benchmarks/matrix_time.py                        # warm: nox -t cpu as things are
-    python benchmarks/matrix_time.py --mode cold            # rm -r .nox and the uv cache first
-    python benchmarks/matrix_time.py --mode both -s unit -s mcore-0.16.1
-    python benchmarks/matrix_time.py -t newest -- -x        # after --: pytest arguments (nox posargs)
-    python benchmarks/matrix_time.py --jobs 2               # nox -j 2: CPU sessions side by side
-    python benchmarks/matrix_time.py --ref main --label before   # the noxfile and tests of another revision,
+    python -m benchmarks.matrix_time                        # warm: nox -t cpu as things are
+    python -m benchmarks.matrix_time --mode cold            # rm -r .nox and the uv cache first
+    python -m benchmarks.matrix_time --mode both -s unit -s mcore-0.16.1
+    python -m benchmarks.matrix_time -t newest -- -x        # after --: pytest arguments (nox posargs)
+    python -m benchmarks.matrix_time --jobs 2               # nox -j 2: CPU sessions side by side
+    python -m benchmarks.matrix_time --ref main --label before   # the noxfile and tests of another revision,
                                                             # run in a temporary git worktree on the same venvs
 
 Runs ``nox --add-timestamp <selection>`` from the repo root (cold removes --envdir, default .nox) with UV_CACHE_DIR set to ``--uv-cache``

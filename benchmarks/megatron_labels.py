@@ -7,7 +7,7 @@ plus the cases compat accepts that the real class refuses (passed on to Megatron
 Per launch-script set (dev, eval), where the wheel ships megatron.training: scripts, refused by Megatron's own
 parser / validate_args, built, and the verdicts of the real class and of compat on the kwargs.
 
-Usage: ``.nox/mcore-0-16-1/bin/python benchmarks/megatron_labels.py [--out benchmarks/results/megatron_labels]``
+Usage: ``.nox/mcore-0-16-1/bin/python -m benchmarks.megatron_labels [--out benchmarks/results/megatron_labels]``
 writes ``<out>/<version>.json``; ``benchmarks/megatron_labels_report.py`` merges them into the .md and .json.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "contract"))
+sys.path.insert(0, str(ROOT / "tests" / "contract"))  # label_cases imports live_helpers by bare name, as pytest does
 
 from argparse_cases import LAUNCH, config_kwargs_from_args, has_training  # noqa: E402
 from label_cases import LABELS, cases_for, compat_outcomes, decode_kwargs, documented, real_class, real_outcome  # noqa: E402

@@ -40,8 +40,8 @@ def main() -> int:
     split = {t: c["set"] for t, c in labels["tags"].items()}
     lines = ["# Megatron-LM's own tests and argparse-built configs through compat",
              "",
-             "Made by `benchmarks/megatron_labels.py` (one run per pin, with the pin's venv python) and "
-             "`benchmarks/megatron_labels_report.py`. Labels: every config constructor call in Megatron-LM's "
+             "Made by `python -m benchmarks.megatron_labels` (one run per pin, with the pin's venv python) and "
+             "`python -m benchmarks.megatron_labels_report`. Labels: every config constructor call in Megatron-LM's "
              "`tests/unit_tests` whose kwargs evaluate statically (`benchmarks/megatron_test_labels.py`), at "
              + ", ".join(f"{t} ({c['set']}: {c['cases']} cases, {c['calls_skipped']} calls not evaluable)"
                          for t, c in labels["tags"].items())

@@ -8,7 +8,7 @@ positional arguments, ``**kwargs`` or a value we cannot evaluate is counted as s
 
 The split was fixed before any case was looked at: ``DEV_TAGS`` (studied) and ``EVAL_TAGS`` (not tuned on).
 
-Usage: ``python benchmarks/megatron_test_labels.py [--git-dir DIR] [--out PATH]`` (DIR: a Megatron-LM mirror,
+Usage: ``python -m benchmarks.megatron_test_labels [--git-dir DIR] [--out PATH]`` (DIR: a Megatron-LM mirror,
 from the ``fetch`` tool or ``git clone --bare``).
 """
 from __future__ import annotations
@@ -20,6 +20,8 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+
+from tools.git_snapshots import mirror_root
 
 CLASSES = {"TransformerConfig": "transformer", "MLATransformerConfig": "mla", "ModelParallelConfig": "model_parallel",
            "OptimizerConfig": "optimizer", "AdamOptimizerConfig": "adam_optimizer",
@@ -226,10 +228,11 @@ def labels(git_dir: str, tags=DEV_TAGS + EVAL_TAGS) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--git-dir", default="/work/.mirror/NVIDIA+Megatron-LM/repo")
+    ap.add_argument("--git-dir", default=None,
+                    help="a Megatron-LM git directory (default: NVIDIA+Megatron-LM/repo under $MCORE_COMPAT_MIRROR)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    data = labels(args.git_dir)
+    data = labels(args.git_dir or str(mirror_root(None) / "NVIDIA+Megatron-LM" / "repo"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     body = ",\n".join("  " + json.dumps(c, sort_keys=True) for c in data["cases"])
     head = json.dumps({k: v for k, v in data.items() if k != "cases"}, indent=1)

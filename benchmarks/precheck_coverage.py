@@ -6,7 +6,7 @@ evaluated as "unknown" for one config (a value it reads is an expression, or a w
 those are counted per config by ``benchmarks/megatron_labels.py``, not here. With ``--rev REV`` the registry of
 that git revision is counted as well (the figures before a change), from ``git show REV:compat/data/registry.json``.
 
-Usage: ``python benchmarks/precheck_coverage.py [--rev REV] [--out benchmarks/results/precheck_coverage]``
+Usage: ``python -m benchmarks.precheck_coverage [--rev REV] [--out benchmarks/results/precheck_coverage]``
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def count(data: dict) -> dict:
 
 def _markdown(now: dict, before: dict | None, rev: str | None) -> str:
     lines = ["# Pre-checked `__post_init__` checks (TransformerConfig, MLATransformerConfig)", "",
-             "Made by `benchmarks/precheck_coverage.py" + (f" --rev {rev}" if rev else "") + "` from the committed "
+             "Made by `python -m benchmarks.precheck_coverage" + (f" --rev {rev}" if rev else "") + "` from the committed "
              "registry. A check is pre-checked when the registry does not mark it `skip`; writes of `__post_init__` "
              "before it are replayed (`compat.precheck.Timeline`).", "",
              "| release | config | checks | pre-checked now | " + (f"before ({rev}) | " if before else "") + "|",

@@ -2,12 +2,12 @@
 ``compat.resolve``/``compat.resolve_configs`` on every registry release and built with ``compat.build_*_config``
 on every pinned megatron-core.
 
-    python benchmarks/real_configs.py harvest [--mirror /work/.mirror]  # -> results/raw/real_configs/harvest.json
-    python benchmarks/real_configs.py registry                         # every config x every registry release
-    .nox/mcore-0-19-2/bin/python benchmarks/real_configs.py build      # real objects on that venv's megatron-core
-    python benchmarks/real_configs.py fixture                          # -> tests/contract/data/real_configs.json
-    python benchmarks/real_configs.py report                           # -> benchmarks/results/real_configs.{json,md}
-    python benchmarks/real_configs.py all                              # all of them, build on every .nox/mcore-*
+    python -m benchmarks.real_configs harvest [--mirror DIR]  # -> results/raw/real_configs/harvest.json
+    python -m benchmarks.real_configs registry                         # every config x every registry release
+    .nox/mcore-0-19-2/bin/python -m benchmarks.real_configs build      # real objects on that venv's megatron-core
+    python -m benchmarks.real_configs fixture                          # -> tests/contract/data/real_configs.json
+    python -m benchmarks.real_configs report                           # -> benchmarks/results/real_configs.{json,md}
+    python -m benchmarks.real_configs all                              # all of them, build on every .nox/mcore-*
 
 The snapshots are the git directories the session's ``fetch`` tool writes (``MIRROR/<owner>+<name>/repo``);
 nothing of the projects is imported, run or copied here. The full harvest and the per-pin runs stay in the
@@ -33,19 +33,18 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import compat  # noqa: E402
 from compat.annotations import type_of  # noqa: E402
 from compat.canonical import canonical  # noqa: E402
 from compat.errors import CompatError, ConstraintError, FieldTypeError, InvalidValueError, UnsupportedFieldError  # noqa: E402
 from compat.registry import registry  # noqa: E402
+from tools.git_snapshots import add_mirror_option, mirror_root  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "results" / "raw" / "real_configs"  # ignored by git: harvest and per-pin runs
 HARVEST = WORK / "harvest.json"
@@ -571,12 +570,12 @@ def _short_project(project: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("step", choices=["harvest", "registry", "build", "report", "fixture", "all"])
-    p.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(p)
     p.add_argument("--work", type=Path, default=WORK)
     args = p.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     if args.step in ("harvest", "all"):
-        data = harvest(args.mirror)
+        data = harvest(mirror_root(args.mirror))
         _write(HARVEST, data)
         print(f"harvested {len(data['configs'])} configs -> {HARVEST}")
     if args.step in ("registry", "all"):
@@ -615,5 +614,4 @@ def _write(path: Path, data) -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     raise SystemExit(main())

@@ -19,7 +19,7 @@ import ast
 import operator
 import re
 
-from real_configs_harvest import Block, Container, Ref, Snapshot, Unknown, _plain, record
+from benchmarks.real_configs_harvest import Block, Container, Ref, Snapshot, Unknown, _plain, record
 
 BLOCK_KINDS = ("model", "optimizer", "ddp")
 CONTAINER_ATTRS = BLOCK_KINDS + ("mixed_precision",)  # Bridge's MixedPrecisionConfig overwrites the other three

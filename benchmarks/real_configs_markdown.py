@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from real_configs import PIN_VERSIONS
+from benchmarks.real_configs import PIN_VERSIONS
 
 SHOW = 12
 
@@ -26,6 +26,7 @@ def _table(head: list, rows: list) -> list:
 
 def markdown(r: dict) -> str:
     lines = ["# Real configs through the config API", "",
+             "Reproduce: `python -m benchmarks.real_configs all`.", "",
              "Configs harvested statically from Megatron-Bridge recipes, NeMo-RL example YAML and verl YAML/scripts "
              "(snapshots below), run through `compat.resolve` / `compat.resolve_configs` on every registry release "
              "and built with `compat.build_*_config` on every pinned megatron-core (CPU venvs of the nox matrix). "

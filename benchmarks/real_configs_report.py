@@ -7,8 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from real_configs import PIN_VERSIONS, _canon
-
+from benchmarks.real_configs import PIN_VERSIONS, _canon
 from compat.registry import describe_range, registry
 
 NEWEST = PIN_VERSIONS[-1]

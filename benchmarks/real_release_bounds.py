@@ -1,4 +1,4 @@
-"""False refusals of the issue-17 bounds on real releases: every cached megatron-core wheel (the download cache,
+"""False refusals of the hostile-input bounds on real releases: every cached megatron-core wheel (the download cache,
 ``compat.tooling.fetch.cache_dir()``), gated against its own registry release and parsed whole through one SourceBudget.
 
 A real release must gate COMPATIBLE against itself (the archive rules, parse caps and folding bounds change nothing
@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from compat.errors import CandidateError  # noqa: E402
 from compat.tooling.archive import open_source  # noqa: E402
 from compat.tooling.fetch import cache_dir  # noqa: E402
@@ -73,7 +72,8 @@ def main() -> int:
                          "max_file_tokens": max((r["largest_file_tokens"] for r in mine), default=0)}
     result = {"about": __doc__.splitlines()[0], "summary": summary, "releases": rows}
     OUT.write_text(json.dumps(result, indent=1) + "\n")
-    lines = ["# Real releases under the issue-17 bounds", "",
+    lines = ["# Real releases under the hostile-input bounds", "",
+             "Reproduce: `python -m benchmarks.real_release_bounds`.", "",
              "| set | releases | not COMPATIBLE against itself | parse refused | most nodes (cap 1.6 M) | "
              "largest file tokens (cap 200,000) |", "|---|---|---|---|---|---|"]
     lines += [f"| {part} | {s['releases']} | {len(s['gate_not_compatible'])} {s['gate_not_compatible'] or ''} | "

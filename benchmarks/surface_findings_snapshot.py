@@ -1,8 +1,8 @@
 """Every finding of the surface gate on three real projects against three releases, as one JSON file: the
 behaviour a speed change must keep. Run it before and after, then compare the two files (``--compare``).
 
-    python benchmarks/surface_findings_snapshot.py --out /tmp/before.json [--mirror /work/.mirror] [--cache DIR]
-    python benchmarks/surface_findings_snapshot.py --compare /tmp/before.json /tmp/after.json
+    python -m benchmarks.surface_findings_snapshot --out before.json [--mirror DIR] [--cache DIR]
+    python -m benchmarks.surface_findings_snapshot --compare before.json after.json
 
 The projects are exported from the fetched snapshots into a temporary directory (NeMo 8cfedd7203, NeMo-RL
 7ea279abf, Pai-Megatron-Patch a098ca5); the releases are 0.15.3, 0.17.1 and 0.19.2. Each finding is recorded with
@@ -16,18 +16,14 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from surface_study import export, git_dir  # noqa: E402
 
 from compat.tooling.gate.surface.cache import cached_wheels, release_models  # noqa: E402
 from compat.tooling.gate.surface.release_gate import surface_gate  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 PROJECTS = (("NVIDIA/NeMo", "8cfedd7203"), ("NVIDIA-NeMo/RL", "7ea279abf"),
             ("alibaba/Pai-Megatron-Patch", "a098ca5"))
@@ -97,7 +93,7 @@ def compare(before: dict, after: dict) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, help="a cache directory of this run's own (see above)")
     parser.add_argument("--project", action="append", metavar="OWNER/NAME@REV",
@@ -111,7 +107,7 @@ def main() -> int:
     if args.cache:
         private_cache(args.cache)
     projects = [tuple(p.split("@", 1)) for p in args.project] if args.project else PROJECTS
-    result = snapshot(args.mirror, projects)
+    result = snapshot(mirror_root(args.mirror), projects)
     args.out.write_text(json.dumps(result, indent=0, sort_keys=True, default=list) + "\n")
     print(f"{sum(len(v['findings']) for v in result.values())} findings in {len(result)} runs -> {args.out}")
     return 0

@@ -1,44 +1,48 @@
-"""Surface gate on downstream projects no earlier study used (issue 15): recall on breaks fixed in their history
+"""Surface gate on downstream projects no earlier study used: recall on breaks fixed in their history
 and a hand-checked false-alarm share of unguarded findings, for a development and an evaluation set kept apart.
 
-The split was written into ``benchmarks/results/surface_study.md`` before the gate's code changed; the evaluation
+The split was written into ``docs/studies/surface-gate-on-real-projects.md`` before the gate's code changed; the evaluation
 set was run only after the last change to ``compat/tooling/gate/surface/``. Snapshots come from the ``fetch`` tool
 (``MIRROR/<owner>+<name>/repo``); nothing of the projects is copied here.
 
-    python benchmarks/surface_generalisation.py [--mirror /work/.mirror] [--set development|evaluation|held-out|held-out-2|both|all]
-    python benchmarks/surface_generalisation.py --recall-only --set evaluation   # score only the recall cases
+    python -m benchmarks.surface_generalisation [--mirror DIR] [--set development|evaluation|held-out|held-out-2|both|all]
+    python -m benchmarks.surface_generalisation --recall-only --set evaluation   # score only the recall cases
 
-Recall cases: ``benchmarks/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
+Recall cases: ``tests/data/surface_recall_cases/{development,evaluation}.json`` (format in its README.md); each is
 scored at the commit before its fix and at the fix, on the release it names, by scan + check as ``compat gate`` does.
 
 Writes ``benchmarks/results/surface_generalisation.json`` and the section between the markers in
-``benchmarks/results/surface_study.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
+``docs/studies/surface-gate-on-real-projects.md``. Hand verdicts: ``benchmarks/results/surface_generalisation_labels.json``.
 """
 from __future__ import annotations
 
 import argparse
-import ast
-import hashlib
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from surface_study import export, git_dir  # noqa: E402
+STUDY_DOC = ROOT / "docs" / "studies" / "surface-gate-on-real-projects.md"
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
+from tools.surface_recall import (  # noqa: E402
+    NEAR,
+    SAMPLE_MIN,
+    SAMPLE_PER_PROJECT,
+    Gate,
+    key,
+    recall_by_shape,
+    run_cases,
+    sample,
+)
 
 SETS = {
     "development": {"NeMo-RL": ("NVIDIA-NeMo/RL", "7ea279abf"),
@@ -50,10 +54,10 @@ SETS = {
                    # added 17:59 UTC, after the three above gave 5 unguarded findings in all; not looked at before
                    "NeMo": ("NVIDIA/NeMo", "8cfedd7203"),
                    "Export-Deploy": ("NVIDIA-NeMo/Export-Deploy", "914daa6b2"),
-                   # added by h15b (issue 15, to reach 60 labelled findings); no study here had looked at it
+                   # added (to reach 60 labelled findings); no study here had looked at it
                    "RLinf": ("RLinf/RLinf", "a3816b596")},
 }
-# Session 7 (2026-12-02): issue 15 asks for >= 60 hand-checked findings from >= 6 projects per set. Added to the
+# 2026-12-02: the study asks for >= 60 hand-checked findings from >= 6 projects per set. Added to the
 # hand review only, at the snapshots the recall cases already use: the development set's other projects (the first
 # study's six, whose breaks are development recall cases) and the evaluation recall cases' projects that had no
 # sweep. Their recall cases were scored before; their unguarded findings at these heads had not been read.
@@ -65,14 +69,14 @@ SETS["evaluation"].update({
     "bionemo-framework": ("NVIDIA/bionemo-framework", "3a9d005bf"), "FlagScale": ("FlagOpen/FlagScale", "da4935ec6"),
     "miles": ("radixark/miles", "31f1ca961"), "accelerate": ("huggingface/accelerate", "16cb6eb80"),
     "SkyRL": ("NovaSky-AI/SkyRL", "a9564572e")})
-# Session 8 (2026-12-03 06:40 UTC): a held-out set, chosen before any run of the gate on it, from downstream users
+# 2026-12-03 06:40 UTC: a held-out set, chosen before any run of the gate on it, from downstream users
 # no study here had fetched or read (Huawei's Ascend stack, which runs Megatron-LM core_v0.12.1 by its READMEs). Run
 # once, on the session's final code; its figures are reported apart and no gate change is made from them.
 SETS["held-out"] = {"MindSpeed-LLM": ("Ascend/MindSpeed-LLM", "c77308a1"),
                     "MindSpeed-MM": ("Ascend/MindSpeed-MM", "57069cd5"),
                     "MindSpeed": ("Ascend/MindSpeed", "028de58c"),
                     "MindSpeed-RL": ("Ascend/MindSpeed-RL", "05a90d7")}
-# Session 9 (2026-12-03 15:56 UTC): a second held-out set, chosen the same way before any code changed that session
+# 2026-12-03 15:56 UTC: a second held-out set, chosen the same way before any code changed that session
 # (the first one became development data: that session's change was built from its misses). Their pins are the
 # megatron-core their requirements.txt / pyproject.toml name; twinkle names none.
 SETS["held-out-2"] = {"cosmos-predict1": ("nvidia-cosmos/cosmos-predict1", "4ed35faaf"),
@@ -91,27 +95,10 @@ RELEASES = {"AReaL": [PINS["AReaL"], "0.19.2"],
             **{name: [PINS[name], "0.15.3", "0.19.2"] for name in SETS["held-out-2"] if name in PINS},
             "RLinf": ["0.13.1", "0.17.0", "0.19.2"]}  # install.sh: Megatron-LM core_r0.13.0, core_r0.17.0 on torch 2.11
 DEFAULT_RELEASES = ["0.15.3", "0.17.1", "0.19.2"]
-# Breaks fixed in the projects' history, one JSON list per set (benchmarks/surface_recall_cases/README.md); the
-# evaluation file is mined blind by another hand and may be absent.
-CASES_DIR = ROOT / "benchmarks" / "surface_recall_cases"
-SHAPES = ("import", "attribute", "call", "override")  # counted in recall; "other" is listed, not counted
-NOT_RUN = "NOT RUN"  # the case's snapshot or commit is missing here: listed, not counted
-VISIBLE = "all four, in the candidate's wheel"  # recall row: cases whose symbol's package the candidate ships
-NEAR = 2  # lines between the case's line and a finding's that still count as the same place
-# The hand-review draw ranks each project's unguarded findings by a hash of the finding's key, so a finding that
-# joins or leaves a pool moves no other one in or out (seeded draws reshuffled whenever a pool changed). Rounds take
-# the next-ranked finding of every project: up to SAMPLE_PER_PROJECT each, then on past it until the set holds
-# SAMPLE_MIN (issue 15: >= 60 per set).
-SAMPLE_PER_PROJECT = 8
-SAMPLE_MIN = 60
 LABELS = ROOT / "benchmarks" / "results" / "surface_generalisation_labels.json"
 # Why each missed case is missed, read by hand (case id -> one line); the table shows the automatic reason without it
 MISS_REASONS = ROOT / "benchmarks" / "results" / "surface_recall_misses.json"
 BEGIN, END = "<!-- generalisation:begin -->", "<!-- generalisation:end -->"
-
-
-def key(item: dict) -> tuple:
-    return (item["project"], item["path"], item["line"], item["name"], item["kind"])
 
 
 def sweep(name: str, repo: str, rev: str, mirror: Path, tmp: Path, releases: dict) -> tuple[dict, dict]:
@@ -133,193 +120,6 @@ def sweep(name: str, repo: str, rev: str, mirror: Path, tmp: Path, releases: dic
                         "instead": f.instead}
                 unguarded.setdefault(key(item), {**item, "releases": []})["releases"].append(version)
     return row, unguarded
-
-
-def rank(item: dict) -> str:
-    return hashlib.sha256("|".join(map(str, key(item))).encode()).hexdigest()
-
-
-def sample(unguarded: dict) -> list:
-    """Round-robin over the projects in hash-rank order: SAMPLE_PER_PROJECT each, then more until SAMPLE_MIN."""
-    pools: dict = {}
-    for item in sorted(unguarded.values(), key=rank):
-        pools.setdefault(item["project"], []).append(item)
-    taken: list = []
-    for depth in range(max(map(len, pools.values()), default=0)):
-        if depth >= SAMPLE_PER_PROJECT and len(taken) >= SAMPLE_MIN:
-            break
-        taken += [pool[depth] for pool in pools.values() if depth < len(pool)]
-    return sorted(taken, key=lambda item: (item["project"], rank(item)))
-
-
-def load_cases(set_name: str) -> list:
-    path = CASES_DIR / f"{set_name}.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def wanted_part(symbol: str) -> str:
-    """What a finding's name must contain: the keyword of ``f(kw=)``, else the last dotted component."""
-    keyword = re.search(r"\((\w+)=\)", symbol)
-    if keyword:
-        return keyword.group(1)
-    return symbol.split("(")[0].rstrip(".").split(".")[-1]
-
-
-def names_case(finding, symbol: str) -> bool:
-    """The finding is about the case's symbol: it names its part, or it is the missing module that holds it."""
-    return wanted_part(symbol) in finding.name or (finding.kind == c.MISSING_MODULE
-                                                   and symbol.startswith(finding.name + "."))
-
-
-def statement_span(source: str, line: int) -> tuple[int, int]:
-    """The lines of the innermost statement holding ``line`` (a compound statement: its header only), so a case
-    written at a call's first line and a finding at its keyword's line (or the reverse) are the same place."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return line, line
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            body = getattr(node, "body", None)
-            end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
-                else node.end_lineno or node.lineno
-            if node.lineno <= line <= end and (best is None or end - node.lineno <= best[1] - best[0]):
-                best = (node.lineno, end)
-    return best or (line, line)
-
-
-def at_case(finding, case: dict, line: int | None, span: tuple[int, int] | None = None) -> bool:
-    if finding.path != case["path"] or finding.kind not in c.BREAKING or not names_case(finding, case["symbol"]):
-        return False
-    if line is None:
-        return True
-    low, high = span or (line, line)
-    lines = [finding.line, *(getattr(finding, "also_at", None) or [])]
-    return any(isinstance(n, int) and low - NEAR <= n <= high + NEAR for n in lines)
-
-
-class Gate:
-    """Exports, scans and candidate models, each made once per (repo, rev) or release for all the cases."""
-
-    def __init__(self, mirror: Path, tmp: Path, releases: dict):
-        self.mirror, self.tmp, self.releases = mirror, tmp, releases
-        self.scans: dict = {}
-        self.models: dict = {}
-        self.reports: dict = {}
-        self.roots: dict = {}
-
-    def scan(self, repo: str, rev: str):
-        if (repo, rev) not in self.scans:
-            dest = self.tmp / f"recall-{repo.replace('/', '+')}-{len(self.scans)}"
-            sha = export(git_dir(self.mirror, repo), rev, dest)
-            self.scans[(repo, rev)] = (sha, scan_project(dest))
-            self.roots[(repo, rev)] = dest
-        return self.scans[(repo, rev)]
-
-    def span(self, repo: str, rev: str, path: str, line: int) -> tuple[int, int]:
-        self.scan(repo, rev)
-        try:
-            return statement_span((self.roots[(repo, rev)] / path).read_text(errors="replace"), line)
-        except OSError:
-            return line, line
-
-    def changed(self, repo: str, fix: str) -> dict:
-        """Lines of ``fix^`` that ``fix`` removed or rewrote, per path (pure insertions name no old line)."""
-        diff = subprocess.run(["git", "-C", str(git_dir(self.mirror, repo)), "diff", "-U0", "--no-renames",
-                               f"{fix}^", fix, "--", "*.py"], capture_output=True, text=True, check=True,
-                              errors="replace").stdout
-        lines: dict = {}
-        path = None
-        for row in diff.splitlines():
-            if row.startswith("--- "):
-                path = row[6:] if row.startswith("--- a/") else None
-            hunk = re.match(r"@@ -(\d+)(?:,(\d+))? ", row)
-            if hunk and path:
-                start, count = int(hunk.group(1)), int(hunk.group(2) or 1)
-                lines.setdefault(path, set()).update(range(start, start + count))
-        return lines
-
-    def ships(self, version: str, symbol: str) -> bool:
-        """The candidate's wheel holds the package of ``symbol`` (``megatron.training`` first ships in 0.17.0): a
-        break in a package the artifact lacks is not one the gate can see (the same test as check.NOT_SHIPPED)."""
-        if version not in self.models:
-            self.models[version] = model_for(candidate_path(version))
-        parts = symbol.split("(")[0].split(".")
-        if parts[0] != "megatron" or len(parts) < 2:
-            return True  # a short name (``SelfAttention.forward``): the case's package is not named, so not decided
-        return ".".join(parts[:2]) in self.models[version]["modules"]
-
-    def findings(self, repo: str, rev: str, version: str) -> tuple[str, list]:
-        if (repo, rev, version) not in self.reports:
-            sha, scan = self.scan(repo, rev)
-            if version not in self.models:
-                self.models[version] = model_for(candidate_path(version))
-            report = check_model(scan, self.models[version], version, releases=self.releases)
-            self.reports[(repo, rev, version)] = (sha, report.findings)
-        return self.reports[(repo, rev, version)]
-
-
-def score_case(case: dict, gate: Gate) -> dict:
-    """FOUND / FOUND-GUARDED / MISSED at the commit before the fix; at the fix whether the finding is gone."""
-    row = {k: case.get(k) for k in ("id", "repo", "fix", "candidate", "path", "line", "shape", "symbol", "source",
-                                    "meant_to_see")}
-    try:
-        sha, before = gate.findings(case["repo"], f"{case['fix']}^", case["candidate"])
-        _, after = gate.findings(case["repo"], case["fix"], case["candidate"])
-    except (subprocess.CalledProcessError, SystemExit) as exc:
-        return {**row, "verdict": NOT_RUN, "why": str(exc).splitlines()[0], "hits": [], "at_fix": NOT_RUN}
-    row["visible"] = gate.ships(case["candidate"], case["symbol"])
-    line = case.get("line")
-    span = gate.span(case["repo"], f"{case['fix']}^", case["path"], line) if isinstance(line, int) else None
-    hits = [f for f in before if at_case(f, case, line, span)]
-    row["before_commit"] = sha
-    row["hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded} for f in hits]
-    row["verdict"] = ("FOUND" if any(not f.guarded for f in hits) else "FOUND-GUARDED" if hits else "MISSED")
-    if row["verdict"] == "MISSED":
-        elsewhere = [f for f in before if at_case(f, case, None)]
-        row["why"] = (f"named at line {elsewhere[0].line}, not within {NEAR} of {case.get('line')}" if elsewhere
-                      else "no finding of that name at that path")
-    # Second rule, reported beside the first: a finding of the symbol's name on a statement the fix rewrote, in any
-    # file of the fix. An override is reported at the def whose signature misfits, which is where projects fix it,
-    # while a case may name the call or a base class's def.
-    changed = gate.changed(case["repo"], case["fix"])
-    on_fix = [f for f in before if f.kind in c.BREAKING and names_case(f, case["symbol"]) and f.path in changed
-              and _rewrote(changed[f.path], gate.span(case["repo"], f"{case['fix']}^", f.path, f.line))]
-    row["fix_lines"] = ("FOUND" if any(not f.guarded for f in hits + on_fix) else
-                        "FOUND-GUARDED" if hits or on_fix else "MISSED")
-    row["fix_line_hits"] = [{"path": f.path, "line": f.line, "name": f.name, "kind": f.kind, "guarded": f.guarded}
-                            for f in on_fix if f not in hits]
-    # at the fix the file may have moved lines: any finding of the same name in the same file still counts
-    left = [f for f in after if at_case(f, case, None)]
-    row["at_fix"] = ("gone" if not left else "guarded" if all(f.guarded for f in left)
-                     else "still unguarded at " + ", ".join(f"{f.path}:{f.line}" for f in left))
-    return row
-
-
-def _rewrote(lines: set, span: tuple[int, int]) -> bool:
-    """The fix rewrote a line of the statement spanning ``span`` (first and last line)."""
-    return any(span[0] <= n <= span[1] for n in lines)
-
-
-def run_cases(set_name: str, gate: Gate) -> list:
-    rows = []
-    for case in load_cases(set_name):
-        rows.append(score_case(case, gate))
-        print(f"recall {set_name} {case['id']}: {rows[-1]['verdict']}", file=sys.stderr)
-    return rows
-
-
-def recall_by_shape(rows: list) -> dict:
-    """Counts per shape of the cases that ran (a case whose snapshot or commit is missing is listed, not counted)."""
-    rows = [r for r in rows if r["verdict"] != NOT_RUN]
-    counted = [r for r in rows if r.get("shape") in SHAPES and r.get("meant_to_see", True)]
-    visible = [r for r in counted if r.get("visible", True)]
-    groups = [*((shape, [r for r in rows if r.get("shape") == shape]) for shape in (*SHAPES, "other")),
-              ("all four", counted), (VISIBLE, visible)]
-    return {name: {"cases": len(mine), "found": sum(r["verdict"] == "FOUND" for r in mine),
-                   "guarded": sum(r["verdict"] == "FOUND-GUARDED" for r in mine),
-                   "found_fix_lines": sum(r.get("fix_lines") == "FOUND" for r in mine)} for name, mine in groups}
 
 
 def reviewed(items: list, labels: dict) -> dict:
@@ -346,9 +146,9 @@ def against_pin(items: list) -> dict:
 
 def recall_markdown(rows: list, reasons: dict) -> list:
     if not rows:
-        return ["", "Recall: no cases for this set (its file in benchmarks/surface_recall_cases/ is absent or empty)."]
+        return ["", "Recall: no cases for this set (its file in tests/data/surface_recall_cases/ is absent or empty)."]
     by = recall_by_shape(rows)
-    lines = ["", f"Recall on {len(rows)} breaks fixed in these projects' history (benchmarks/surface_recall_cases/): "
+    lines = ["", f"Recall on {len(rows)} breaks fixed in these projects' history (tests/data/surface_recall_cases/): "
              "FOUND = an unguarded finding of the symbol's name at the broken line (within "
              f"{NEAR} lines) at the commit before the fix, on the release the project moved to. The last row "
              "counts only the cases whose symbol's package (`megatron.core`, `megatron.training`) is in the "
@@ -418,7 +218,7 @@ def markdown(result: dict, reasons: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--set", choices=[*SETS, "both", "all"], default="both",
                         help="both: development and evaluation; all: every set")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -440,14 +240,14 @@ def main() -> int:
     for data in result["sets"].values() if args.relabel else ():
         data["review"] = reviewed(data["sample"], labels)
     with tempfile.TemporaryDirectory(prefix="surface-gen-") as tmp:
-        gate = Gate(args.mirror, Path(tmp), releases)
+        gate = Gate(mirror_root(args.mirror), Path(tmp), releases)
         for set_name in recall_sets:
             result["sets"].setdefault(set_name, {"sweep": [], "sample": [], "unguarded_unique": 0,
                                                  "review": reviewed([], labels)})["recall"] = run_cases(set_name, gate)
         for set_name in chosen:
             rows, pool = [], {}
             for name, (repo, rev) in SETS[set_name].items():
-                row, unguarded = sweep(name, repo, rev, args.mirror, Path(tmp), releases)
+                row, unguarded = sweep(name, repo, rev, mirror_root(args.mirror), Path(tmp), releases)
                 rows.append(row)
                 pool.update(unguarded)
                 print(f"{set_name} {name}: {row['uses']} uses, {len(unguarded)} unguarded", file=sys.stderr)
@@ -460,7 +260,7 @@ def main() -> int:
                       loadavg=open("/proc/loadavg").read().split()[:3])
     result["sets"] = {k: result["sets"][k] for k in SETS if k in result["sets"]}
     write_atomic(out_json, json.dumps(result, indent=1) + "\n")
-    md = args.out / "surface_study.md"
+    md = STUDY_DOC
     text = md.read_text()
     section = markdown(result, json.loads(MISS_REASONS.read_text()) if MISS_REASONS.exists() else {})
     if BEGIN in text:

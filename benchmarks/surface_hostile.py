@@ -1,10 +1,10 @@
-"""Time and peak memory of the surface gate on the hostile candidates of issue 17 (``tests/unit/hostile_surface.py``),
+"""Time and peak memory of the surface gate on the hostile candidates (``tests/unit/hostile_surface.py``),
 whole process, measured with ``/usr/bin/time -v``: wall and CPU (user + system) seconds, maximum resident set size,
 exit code, stderr lines.
 
-    python benchmarks/surface_hostile.py [--only NAME ...] [--timeout 60] [--root CHECKOUT] [--label after]
+    python -m benchmarks.surface_hostile [--only NAME ...] [--timeout 60] [--root CHECKOUT] [--label after]
 
-``--root`` runs another checkout's ``compat`` on the same inputs (``git archive main | tar -x -C /tmp/before``), for
+``--root`` runs another checkout's ``compat`` on the same inputs (``git archive main | tar -x -C BEFORE``), for
 the before figures. A case that runs past ``--timeout`` is killed and recorded as such. Results are merged into
 ``benchmarks/results/surface_hostile.json`` under ``--label``. Figures, not asserts; the load average is recorded
 next to them (the machine may be shared).
@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "unit"))
 
-import hostile_surface  # noqa: E402
+from tests.unit import hostile_surface  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "surface_hostile.json"
 

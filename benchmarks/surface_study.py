@@ -5,9 +5,10 @@ Needs the fetched snapshots (git directories) of the projects and of NVIDIA/Mega
 ``MIRROR/<owner>+<name>/repo`` (what the session's ``fetch`` tool writes; a ``git clone --bare`` works too). Nothing
 of the projects is copied into this repository: their Python files are exported to a temporary directory.
 
-    python benchmarks/surface_study.py [--mirror /work/.mirror] [--out benchmarks/results]
+    python -m benchmarks.surface_study [--mirror DIR] [--out benchmarks/results]
 
-Writes ``surface_study.json`` and ``surface_study.md``. The verdicts of the hand review live in
+Writes ``surface_study.json`` (under ``--out``) and ``docs/studies/surface-gate-on-real-projects.md``.
+The verdicts of the hand review live in
 ``benchmarks/surface_review.json`` (one per sampled finding: ``true`` when the candidate wheel really lacks what the
 project uses and the code can run, ``false`` otherwise, with the reason).
 """
@@ -16,21 +17,20 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+STUDY_DOC = ROOT / "docs" / "studies" / "surface-gate-on-real-projects.md"
 
 from compat.tooling.gate.surface import check as c  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for, release_models  # noqa: E402
 from compat.tooling.gate.surface.lookup import Surface  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 MEGATRON_LM = "NVIDIA/Megatron-LM"
 
@@ -98,49 +98,6 @@ PROJECTS = {"slime": ("THUDM/slime", "624b824a8"), "ms-swift": ("modelscope/ms-s
 SWEEP = ["0.13.1", "0.15.3", "0.17.1", "0.19.2"]
 SAMPLE_PER_PROJECT = 8
 SEED = 9
-
-
-def git_dir(mirror: Path, repo: str) -> Path:
-    path = mirror / repo.replace("/", "+") / "repo"
-    if not path.is_dir():
-        raise SystemExit(f"{path} missing: fetch {repo} first")
-    return path
-
-
-def export(gitdir: Path, rev: str, dest: Path, under: str | None = None) -> str:
-    """Write the regular .py files of ``rev`` (optionally below ``under``) into ``dest``; returns the full sha."""
-    sha = subprocess.run(["git", "-C", str(gitdir), "rev-parse", rev], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    listing = subprocess.run(["git", "-C", str(gitdir), "ls-tree", "-r", "-z", sha] + ([under] if under else []),
-                             capture_output=True, check=True).stdout.split(b"\0")
-    blobs = []
-    for entry in filter(None, listing):
-        meta, path = entry.split(b"\t", 1)
-        mode, kind, obj = meta.split()
-        if kind == b"blob" and mode == b"100644" and path.endswith(b".py"):
-            blobs.append((obj.decode(), path.decode("utf-8", "surrogateescape")))
-    proc = subprocess.Popen(["git", "-C", str(gitdir), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    requests = "".join(f"{obj}\n" for obj, _ in blobs).encode()
-
-    def feed() -> None:  # in a thread: writing every request before reading deadlocks once both pipes fill
-        proc.stdin.write(requests)
-        proc.stdin.close()
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
-    for _obj, path in blobs:
-        header = proc.stdout.readline().split()
-        if len(header) < 3:  # "<sha> missing": a blob the snapshot does not hold
-            continue
-        data = proc.stdout.read(int(header[2]))
-        proc.stdout.read(1)
-        target = dest / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    writer.join()
-    proc.wait()
-    return sha
 
 
 def candidate_model(spec, mirror: Path, tmp: Path) -> tuple[dict, str]:
@@ -243,10 +200,17 @@ def review(sample: list, verdicts_path: Path) -> dict:
             else None, "false_alarms_from_name_or_keyword_resolution": names_false}
 
 
+def kept_summary() -> list[str]:
+    """The study document's hand-written summary paragraph, kept when the document is rewritten."""
+    text = STUDY_DOC.read_text(encoding="utf-8") if STUDY_DOC.exists() else ""
+    summary = next((block for block in text.split("\n\n") if block.startswith("**Summary.**")), None)
+    return [summary, ""] if summary else []
+
+
 def markdown(result: dict) -> str:
-    lines = ["# Surface gate on real projects", "",
+    lines = ["# Surface gate on real projects", "", *kept_summary(),
              f"Measured {result['date']} (load average {result['loadavg']}); reproduce with "
-             "`python benchmarks/surface_study.py` from the fetched snapshots.", "",
+             "`python -m benchmarks.surface_study` from the fetched snapshots.", "",
              "## Recall: breaks projects fixed after a megatron-core bump", "",
              "| case | project | candidate | expected finding | before the fix | at the fix |", "|---|---|---|---|---|---|"]
     for r in result["recall"]:
@@ -291,7 +255,7 @@ def markdown(result: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--review", type=Path, default=ROOT / "benchmarks" / "surface_review.json")
     args = parser.parse_args()
@@ -300,16 +264,16 @@ def main() -> int:
     releases = {v: Surface(m) for v, m in release_models().items()}
     with tempfile.TemporaryDirectory(prefix="surface-study-") as tmp:
         tmp = Path(tmp)
-        recall = run_cases(args.mirror, tmp, releases)
-        sweep, unguarded = run_sweep(args.mirror, tmp, releases)
+        recall = run_cases(mirror_root(args.mirror), tmp, releases)
+        sweep, unguarded = run_sweep(mirror_root(args.mirror), tmp, releases)
     sample = draw_sample(unguarded)
     result = {"date": time.strftime("%Y-%m-%d"), "loadavg": open("/proc/loadavg").read().split()[:3],
               "history_releases": list(releases), "recall": recall, "misses": MISSES, "sweep": sweep,
               "unguarded_unique": len(unguarded), "review": review(sample, args.review)}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "surface_study.json").write_text(json.dumps(result, indent=1) + "\n")
-    (args.out / "surface_study.md").write_text(markdown(result))
-    print(f"wrote {args.out / 'surface_study.md'}", file=sys.stderr)
+    STUDY_DOC.write_text(markdown(result))
+    print(f"wrote {STUDY_DOC}", file=sys.stderr)
     return 0
 
 

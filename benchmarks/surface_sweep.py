@@ -1,8 +1,8 @@
-"""Unguarded findings of the surface gate on the development projects of issue 15, for a before/after comparison
+"""Unguarded findings of the surface gate on the development projects of the generalisation study, for a before/after comparison
 of a change to the gate (the new findings are then read by hand).
 
-    python benchmarks/surface_sweep.py --out findings.json [--mirror /work/.mirror] [--releases 0.16.1 0.19.2]
-    python benchmarks/surface_sweep.py --diff before.json after.json   # the findings only one of them has
+    python -m benchmarks.surface_sweep --out findings.json [--mirror DIR] [--releases 0.16.1 0.19.2]
+    python -m benchmarks.surface_sweep --diff before.json after.json   # the findings only one of them has
 
 Run it from two checkouts (before and after the change) on the same snapshots; each uses the gate of its own tree.
 Development projects only: the evaluation set is scored by the lead (surface_generalisation.py).
@@ -16,15 +16,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from surface_generalisation import SETS  # noqa: E402
-from surface_study import PROJECTS, export, git_dir  # noqa: E402
-
+from benchmarks.surface_generalisation import SETS  # noqa: E402
+from benchmarks.surface_study import PROJECTS  # noqa: E402
 from compat.tooling.gate.surface.cache import model_for  # noqa: E402
 from compat.tooling.gate.surface.project import scan_project  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path, check_model  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 DEVELOPMENT = {**SETS["development"], **PROJECTS}
 
@@ -55,7 +53,7 @@ def diff(before: list[dict], after: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--releases", nargs="+", default=["0.16.1", "0.19.2"])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--diff", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
@@ -63,7 +61,7 @@ def main() -> int:
     if args.diff:
         print(json.dumps(diff(*(json.loads(p.read_text()) for p in args.diff)), indent=1))
         return 0
-    rows = sweep(args.mirror, args.releases)
+    rows = sweep(mirror_root(args.mirror), args.releases)
     text = json.dumps(rows, indent=1) + "\n"
     if args.out:
         args.out.write_text(text)

@@ -2,7 +2,7 @@
 Also the cold cost of building one candidate model with ``ast``, and (with --griffe-python) what griffe takes to
 load the same wheel, unpacked, for comparison.
 
-    python benchmarks/surface_time.py [--mirror /work/.mirror] [--runs 5] [--griffe-python PATH]
+    python -m benchmarks.surface_time [--mirror DIR] [--runs 5] [--griffe-python PATH]
 
 The project is mbridge at 10cb17f59 (142 Python files, 89 of them use megatron), exported from the fetched snapshot
 into a temporary directory; Megatron-Bridge at 067f987df (474 files use megatron) is timed once as a large case.
@@ -23,14 +23,11 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from surface_study import export, git_dir  # noqa: E402
 
 from compat.tooling.archive import open_source  # noqa: E402
 from compat.tooling.gate.surface.model import build_model  # noqa: E402
 from compat.tooling.gate.surface.release_gate import candidate_path  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 PROJECT = ("ISEEKYAN/mbridge", "10cb17f59")
 LARGE = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df")
@@ -63,7 +60,7 @@ def timed(cmd: list, runs: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--griffe-python", help="an interpreter with griffe installed (optional comparison)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "surface_time.json")
@@ -72,9 +69,9 @@ def main() -> int:
     result = {"date": time.strftime("%Y-%m-%d"), "loadavg_before": loadavg(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="surface-time-") as tmp:
         project, large = Path(tmp) / "mbridge", Path(tmp) / "megatron-bridge"
-        result["project"] = {"repo": PROJECT[0], "commit": export(git_dir(args.mirror, PROJECT[0]), PROJECT[1],
+        result["project"] = {"repo": PROJECT[0], "commit": export(git_dir(mirror_root(args.mirror), PROJECT[0]), PROJECT[1],
                                                                    project)}
-        result["large_project"] = {"repo": LARGE[0], "commit": export(git_dir(args.mirror, LARGE[0]), LARGE[1],
+        result["large_project"] = {"repo": LARGE[0], "commit": export(git_dir(mirror_root(args.mirror), LARGE[0]), LARGE[1],
                                                                        large)}
         py = sys.executable
         result["one_candidate"] = timed([py, "-m", "compat", "gate", CANDIDATE, "--project", str(project)],

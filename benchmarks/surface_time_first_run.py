@@ -1,10 +1,10 @@
 """Wall and CPU time of the surface gate on a 2,500-file project (NeMo at 8cfedd7203, 2,503 files): a first run
 (a fresh cache beside every cached release wheel: no model, no project scan cached), warm runs of one candidate,
 the same with the project scan cache emptied before each run (the scan itself), and --window over 13
-releases (issue 15's speed targets: 5 s, 3 s, 8 s). Figures, not asserts; the load average is recorded beside
+releases (the speed targets: 5 s, 3 s, 8 s). Figures, not asserts; the load average is recorded beside
 them, and user CPU seconds too (the machine is shared, so wall time alone says little).
 
-    python benchmarks/surface_time_first_run.py [--mirror /work/.mirror] [--runs 3] [--first-runs 1] [--label after]
+    python -m benchmarks.surface_time_first_run [--mirror DIR] [--runs 3] [--first-runs 1] [--label after]
         [--project NVIDIA-NeMo/Megatron-Bridge@067f987df]   # another project (the speed work was tuned on NeMo)
 
 ``--first-runs N``: N first runs, the model and scan caches emptied before each (``first_runs``: their median and
@@ -27,12 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from surface_study import export, git_dir  # noqa: E402
 
 from compat.tooling.gate.surface.cache import cached_wheels  # noqa: E402
+from tools.git_snapshots import add_mirror_option, export, git_dir, mirror_root  # noqa: E402
 
 PROJECT = ("NVIDIA/NeMo", "8cfedd7203")
 CANDIDATE = "0.19.2"
@@ -63,7 +60,7 @@ def figures(samples: list, code: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    add_mirror_option(parser)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--first-runs", type=int, default=1)
     parser.add_argument("--label", default="after")
@@ -76,7 +73,7 @@ def main() -> int:
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="surface-first-") as tmp:
         project = Path(tmp) / "project"
-        entry["project"] = {"repo": repo, "commit": export(git_dir(args.mirror, repo), revision or "HEAD", project),
+        entry["project"] = {"repo": repo, "commit": export(git_dir(mirror_root(args.mirror), repo), revision or "HEAD", project),
                             "files": sum(1 for _ in project.rglob("*.py"))}
         fresh = Path(tmp) / "cache"
         (fresh / "wheels").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """What ``vendor`` copies into a host: files, Python modules and lines, bytes (code, data, the rest), at this
 checkout and at a git revision (``--ref main``: that revision's own ``vendor``, from a ``git archive`` of it).
 
-    python benchmarks/vendor_size.py --ref ab90411    -> benchmarks/results/vendor_size.json
+    python -m benchmarks.vendor_size --ref ab90411    -> benchmarks/results/vendor_size.json
 """
 from __future__ import annotations
 

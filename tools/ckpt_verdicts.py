@@ -1,7 +1,7 @@
 """Checkpoint-lane verdicts for the gate: benchmarks/results/ckpt_lane.json -> compat/tooling/data/ckpt_lane.json.
 
-    python tools/ckpt_verdicts.py            write compat/tooling/data/ckpt_lane.json
-    python tools/ckpt_verdicts.py --check    exit 1 if the committed file differs from what the results give
+    python -m tools.ckpt_verdicts            write compat/tooling/data/ckpt_lane.json
+    python -m tools.ckpt_verdicts --check    exit 1 if the committed file differs from what the results give
 
 Deterministic: the same results give the same bytes (sorted, no timings). Standard library only.
 """
@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 RESULTS = ROOT / "benchmarks" / "results" / "ckpt_lane.json"
 DATA = ROOT / "compat" / "tooling" / "data" / "ckpt_lane.json"
@@ -69,7 +67,7 @@ def main(argv=None) -> int:
         if args.check:
             current = read_file(out, MAX_RESULTS_BYTES, "verdicts file", error=CompatError) if out.exists() else b""
             if current != text.encode("utf-8"):
-                print(f"{out} is out of date with {args.results}: run python tools/ckpt_verdicts.py", file=sys.stderr)
+                print(f"{out} is out of date with {args.results}: run python -m tools.ckpt_verdicts", file=sys.stderr)
                 return 1
             return 0
         from compat.tooling.fsutil import atomic_write_text

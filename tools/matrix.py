@@ -6,7 +6,7 @@ matrix.yaml, the install mechanism in noxfile.py; this module only says what a v
     load_matrix(path)            -> list[Pin], oldest first; raises a MatrixError subclass on bad data
     add_pin(version, ...)        appends (or bumps) a pin in matrix.yaml, keeping its comments
 
-Run ``python tools/matrix.py`` to validate the file and print the pins, and ``python tools/matrix.py gate
+Run ``python -m tools.matrix`` to validate the file and print the pins, and ``python -m tools.matrix gate
 CANDIDATE [--matrix PATH] [--accept]`` for the upgrade gate with the test matrix: a registry release is compared with
 the pin before it, and ``--accept`` pins the accepted release here (``MatrixTools``: the package's gate knows no
 matrix.yaml).
@@ -22,8 +22,6 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # `python tools/matrix.py` puts tools/ first, not the repo root
-    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from packaging.requirements import InvalidRequirement, Requirement  # noqa: E402
 

@@ -2,8 +2,8 @@
 wheel (through the download cache), for the gate's metadata diff. Kept apart from registry.json, which another tool
 regenerates.
 
-    python tools/metadata.py            # every registry release
-    python tools/metadata.py --check    # exit 1 when the file is not what the wheels say
+    python -m tools.metadata            # every registry release
+    python -m tools.metadata --check    # exit 1 when the file is not what the wheels say
 """
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.registry import registry  # noqa: E402
 from compat.tooling import refresh  # noqa: E402
@@ -39,7 +37,7 @@ def main(argv: list[str]) -> int:
     text = build()
     if "--check" in argv:
         same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text
-        print(f"{OUT}: {'up to date' if same else 'differs from the wheels: run python tools/metadata.py'}")
+        print(f"{OUT}: {'up to date' if same else 'differs from the wheels: run python -m tools.metadata'}")
         return 0 if same else 1
     atomic_write_text(OUT, text)
     print(f"wrote {OUT} ({len(json.loads(text)['releases'])} releases)")

@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.tooling.fsutil import atomic_write_text  # noqa: E402
 from tools.results import RECORDED, results_dir_for  # noqa: E402
@@ -186,6 +184,7 @@ def summary(data: dict | None = None) -> str:
     """benchmarks/results/smoke.md: one row per pin, from compat/tooling/data/install.json."""
     data = data or load()
     rows = ["# Plain install per pin (smoke-<version> sessions)", "",
+            "Reproduce: `nox -s smoke-<version> -- --record` per pin, then `python -m tools.smoke summary`.", "",
             "`pip install megatron-core==X` with its declared dependencies, no extras, the matrix's CPU torch, in a "
             "fresh venv on the pin's Python; then `import` of the modules the contract tests use "
             f"({', '.join(f'`{m}`' for m in data['modules'])}). Undeclared imports are installed one round at a time "
@@ -206,9 +205,9 @@ def summary(data: dict | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # python tools/smoke.py summary
+if __name__ == "__main__":  # python -m tools.smoke summary
     if sys.argv[1:] == ["summary"]:
         atomic_write_text(RECORDED / "smoke.md", summary())
         print(RECORDED / "smoke.md")
     else:
-        sys.exit("usage: python tools/smoke.py summary   (the sessions themselves: nox -s smoke-<version>)")
+        sys.exit("usage: python -m tools.smoke summary   (the sessions themselves: nox -s smoke-<version>)")

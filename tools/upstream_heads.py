@@ -1,6 +1,6 @@
 """Write compat/data/heads.json: config fields that only the upstream Megatron-LM branches have (no release).
 
-    python tools/upstream_heads.py /path/to/Megatron-LM.git [--branch main --branch dev] [--out compat/data/heads.json]
+    python -m tools.upstream_heads /path/to/Megatron-LM.git [--branch main --branch dev] [--out compat/data/heads.json]
 
 The repository may be bare (a mirror). Each branch's megatron/core is exported with ``git archive`` into a
 temporary directory and read with the same extractor as the release wheels (``compat.tooling.extract``); nothing is imported.
@@ -17,8 +17,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # appended: an installed compat comes first, the checkout's tools/ still imports
 
 from compat.configs import CONFIGS  # noqa: E402
 from compat.registry import registry  # noqa: E402

@@ -122,7 +122,7 @@ def short_message(text: str, workdir: str = "") -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     if workdir:
         line = line.replace(workdir, "<ckpt>")
-    line = re.sub(r"/tmp/[\w./-]+", "<tmp>", line)
+    line = re.sub(re.escape(tempfile.gettempdir()) + r"/[\w./-]+", "<tmp>", line)
     line = re.sub(r"0x[0-9a-fA-F]+", "0x…", line)
     return line[:300]
 

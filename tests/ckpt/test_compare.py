@@ -7,16 +7,11 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
+import tempfile
 
+import compare
+import lane
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import compare  # noqa: E402
-import lane  # noqa: E402
 
 NUMEL = 6
 SHAPE = [2, 3]
@@ -254,7 +249,7 @@ def test_expected_data_loads_and_is_well_formed():
 
 
 def test_messages_lose_temp_paths_and_addresses():
-    text = "FileNotFoundError: /tmp/mcore_ckpt_lane_x1/ckpt/plain/common.pt at 0x7f00ab\nmore"
+    text = f"FileNotFoundError: {tempfile.gettempdir()}/mcore_ckpt_lane_x1/ckpt/plain/common.pt at 0x7f00ab\nmore"
     assert lane.short_message(text) == "FileNotFoundError: <tmp> at 0x…"
 
 

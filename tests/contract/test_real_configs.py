@@ -59,7 +59,7 @@ def _same_as_given(given, held) -> bool:
 def _expected(case, installed):
     recorded = case["expected"].get(installed)
     if recorded is None:
-        pytest.skip(f"no recorded outcome for megatron-core {installed}: run `python benchmarks/real_configs.py all`")
+        pytest.skip(f"no recorded outcome for megatron-core {installed}: run `python -m benchmarks.real_configs all`")
     return recorded
 
 

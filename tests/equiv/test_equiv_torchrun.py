@@ -21,8 +21,6 @@ from tools.lane_common import load_script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
 
 NEEDS = "needs torch and megatron-core: runs in the `equiv` session (nox -s equiv), not in `unit`"
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None

@@ -13,13 +13,8 @@ import json
 import os
 import sys
 
+import ddp_harness
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import ddp_harness  # noqa: E402
 
 WORLD_SIZE = 2
 CASES = ddp_harness.default_cases()

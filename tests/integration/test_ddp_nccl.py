@@ -17,13 +17,8 @@ import os
 import subprocess
 import sys
 
+import ddp_harness
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-import ddp_harness  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.megatron]  # conftest.py skips these without megatron-core
 

@@ -58,7 +58,7 @@ _RUN_MATRIX_GATE = f"runpy.run_path({str(ROOT / 'tools' / 'matrix.py')!r}, run_n
 
 def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
     """``python -m compat ARGS`` (the installed compat, else this checkout's) with its exit code, output and peak memory; a ``gate``
-    with ``--matrix`` runs as the matrix tools' gate (``python tools/matrix.py gate ...``, which owns matrix.yaml).
+    with ``--matrix`` runs as the matrix tools' gate (``python -m tools.matrix gate ...``, which owns matrix.yaml).
     ``stdout``: a file descriptor to hand the child instead of a capture file (a pipe whose reader is gone,
     /dev/full)."""
     runner = _RUN_MATRIX_GATE if is_matrix_gate(args) else _RUN_CLI
@@ -66,7 +66,7 @@ def run_cli(args, *, cwd=None, env=None, stdout=None, timeout=120) -> Run:
 
 
 def is_matrix_gate(args) -> bool:
-    """A ``gate`` with ``--matrix``: the matrix tools' command (``python tools/matrix.py gate``), not the package's."""
+    """A ``gate`` with ``--matrix``: the matrix tools' command (``python -m tools.matrix gate``), not the package's."""
     return bool(args) and str(args[0]) == "gate" and "--matrix" in map(str, args)
 
 
@@ -449,7 +449,7 @@ def _pieces(head: bytes, chunk: bytes, count: int) -> bytes:
     return piece(head) + piece(chunk) * count + zlib.compressobj(9, zlib.DEFLATED, -15).flush()
 
 
-# ------------------------------------------------------------------------------------ issue 17: round 2
+# ------------------------------------------------------------------------------------ hostile inputs: parsing, archives, messages
 def flipped_config(version: str = "0.19.2") -> str:
     """The registry's DDPConfig of ``version`` with one default flipped (a real break the gate must see)."""
     source = config_source(version)

@@ -1,4 +1,4 @@
-"""Hostile candidates and projects for the surface gate (issue 17, items 5-7 and 12, and the re-export chain): each
+"""Hostile candidates and projects for the surface gate: each
 builder writes a tiny wheel (kilobytes) and a tiny project whose cost used to grow exponentially or quadratically,
 and returns the CLI arguments. Used by ``test_surface_hostile.py`` (exit code, one stderr line, peak memory) and by
 ``benchmarks/surface_hostile.py`` (``/usr/bin/time -v``)."""

@@ -73,7 +73,7 @@ def test_audit_compares_with_the_member():
     assert [d.field for d in compat.audit(obj, res)] == ["attention_backend"]
 
 
-# ---- the registry knows the members: a value naming none is refused without megatron (issue 17 item 13)
+# ---- the registry knows the members: a value naming none is refused without megatron
 def test_registry_records_enum_members_from_the_wheels():
     from compat.registry import registry
 

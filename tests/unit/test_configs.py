@@ -305,7 +305,7 @@ def test_muon_layer_wise_layout_follows_an_optimizer_that_carries_it():
     assert res.fields["use_layer_wise_param_layout"].source == "dropped: equals implied default"
 
 
-# ------------------------------------------------------------------------------------ API types (issue 8, 2.10)
+# ------------------------------------------------------------------------------------ API types
 @pytest.mark.parametrize("optimizer_config", ["muon", b"adam", 3, ["optimizer", "muon"]])
 def test_optimizer_config_must_be_a_config(optimizer_config):
     with pytest.raises(FieldTypeError, match="optimizer_config"):
@@ -342,7 +342,7 @@ def test_bad_dtype_format_and_config_names():
         resolve({"zzzz_qqqq": 1}, config="transformer", version="0.19.2")
 
 
-# ------------------------------------------------------------------------------------ upstream heads (issue 8, 3)
+# ------------------------------------------------------------------------------------ upstream heads
 def test_fields_of_the_upstream_heads_are_known_as_unreleased():
     with pytest.raises(UnsupportedFieldError, match=r"unreleased Megatron-LM main \(reports 0\.20\.0") as err:
         compat.ddp_kwargs({"megatron_fsdp_version": 2}, None, "0.19.2")

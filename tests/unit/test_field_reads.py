@@ -1,15 +1,12 @@
 """tools/field_reads.py classifies how a release's code reads a config field (the evidence behind
 compat/data/type_acceptances.json), on small sources built here; and the committed acceptances are well formed."""
 import json
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from tools.field_reads import SAFE_FOR_NONE, Package, field_reads  # noqa: E402
 

@@ -33,7 +33,7 @@ def _gated_releases_extracted_once():
 
 def run_cli(*args, env=None, matrix_tools=False):
     """``python -m compat gate ARGS``, called in this process (hostile_inputs.call_cli); with ``--matrix`` or
-    ``matrix_tools``, the matrix tools' gate (``python tools/matrix.py gate``, this repository's matrix.yaml by
+    ``matrix_tools``, the matrix tools' gate (``python -m tools.matrix gate``, this repository's matrix.yaml by
     default). tests/unit/test_cli.py and the hostile catalogue run the CLI in a child process."""
     return H.call_cli(["gate", *args], env=env, matrix_tools=matrix_tools or "--matrix" in args)
 

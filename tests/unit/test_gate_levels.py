@@ -1,4 +1,4 @@
-"""Gate verdicts a maintainer can act on (issue 16): levels, package metadata, labels, value renames, every class of
+"""Gate verdicts a maintainer can act on: levels, package metadata, labels, value renames, every class of
 CONFIGS, missing classes, rendering, upstream commits. Candidates are built here from the registry's own facts."""
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import hostile_inputs as H
@@ -214,8 +213,6 @@ def test_a_checkout_saying_a_release_it_is_not(tmp_path):
 
 
 def H_matrix():
-    if str(H.ROOT) not in sys.path:
-        sys.path.insert(0, str(H.ROOT))
     from tools import matrix
 
     return matrix

@@ -1,4 +1,4 @@
-"""Issue 8, 2.4 and 2.5: annotations read semantically (a respelling changes nothing, before or after --accept),
+"""Annotations read semantically (a respelling changes nothing, before or after --accept),
 and the source shapes the gate used to misread. Also the restricted evaluator of __post_init__ conditions."""
 import ast
 import importlib.util

@@ -6,7 +6,7 @@ the surface.
 Every CLI row checks the exit code, that stderr is exactly one line for exit 2/3 (``error: ...`` /
 ``usage error: ...``), that no traceback or internal error escaped, that no ANSI escape reaches stdout, and a key
 phrase. Rows with an ``api`` form also check the exact error class in-process. Bomb rows check the child's own
-peak memory (VmHWM at its exit), far below what the bomb would take. Classes (issue 8, part 2): 1 unbounded reads,
+peak memory (VmHWM at its exit), far below what the bomb would take. Classes: 1 unbounded reads,
 3 writes, 6 not a regular file, 7 exit codes, 8 report injection, 9 vendor.
 """
 from __future__ import annotations
@@ -58,7 +58,7 @@ BOMB_RSS_MIB = 400  # a bomb that was inflated would take 1 GiB; the gate itself
 
 @dataclass
 class Attack:
-    klass: int  # the class of issue 8 part 2
+    klass: int  # the class of bounded input
     build: Callable[[Path], dict] | None  # makes the inputs under tmp; returns run_cli kwargs (args, cwd, env,
     #                                       stdout); None: an API-only row (no CLI surface)
     code: int | None  # expected exit code; 3 = a CompatError in one line, 2 = usage, 1 = drift / review, 0 = ok
@@ -362,7 +362,7 @@ def _closed_stdout(tmp: Path) -> dict:
     return {"args": ["fields", "--mcore", "0.19.2"], "stdout": -1}
 
 
-# ------------------------------------------------------------------------------------ issue 17 (round 2) builders
+# ------------------------------------------------------------------------------------ hostile-input builders
 def _from_file(make: Callable[[Path], Path], *extra: str) -> Callable[[Path], dict]:
     return lambda tmp: cli("explain", "--from", make(tmp), *extra)
 
@@ -648,7 +648,7 @@ CATALOGUE: dict[str, Attack] = {
                                         "refusing to write through symlink",
                                         after=lambda tmp, run: _nothing_outside(tmp)),
 
-    # ---- issue 17 (round 2): bounded parsing, explain --from, archives read as installed, one-line errors
+    # ---- bounded parsing, explain --from, archives read as installed, one-line errors
     "r2-source-member-over-parse-cap": Attack(
         1, _wheel_with_ddp("x = 1\n" * 1_300_000), 3, "over the 2097152-byte cap on one parsed source file",
         max_rss_mib=BOMB_RSS_MIB),
@@ -935,8 +935,6 @@ def test_concurrent_accepts_lose_no_update(tmp_path):
 
 
 def H_matrix():
-    if str(H.ROOT) not in sys.path:
-        sys.path.insert(0, str(H.ROOT))
     from tools import matrix
 
     return matrix
@@ -1066,7 +1064,7 @@ def test_a_read_only_file_is_not_replaced(tmp_path, monkeypatch):
     assert target.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["VENDORED.json"]
 
 
-# ------------------------------------------------------------------------------------ issue 17: the evaluator
+# ------------------------------------------------------------------------------------ hostile inputs: the evaluator
 EVALUATOR_BOMBS = {  # a candidate's check -> what it would allocate if it were evaluated
     "repeat-of-a-repeat": "'a' * 10000 * 10000 * 30 == ''",  # 3 GB
     "star-width": "'%*d' % (2000000000, 1) == ''",  # 1.9 GB
@@ -1138,7 +1136,7 @@ def test_explain_set_refuses_nan_and_overflowing_floats():
         assert run.returncode == 2 and raw in run.stderr and "Traceback" not in run.stderr, run.stderr
 
 
-# ------------------------------------------------------------------------------------ issue 17: checkpoints, locks
+# ------------------------------------------------------------------------------------ hostile inputs: checkpoints, locks
 def test_malformed_ckpt_lane_data_leaves_the_report_without_its_section(tmp_path, monkeypatch, capsys):
     from compat.tooling.cli import main
     from compat.tooling.gate import candidate, lanes
@@ -1217,7 +1215,7 @@ def test_the_most_parsing_the_config_gate_does_stays_bounded(tmp_path):
         assert run.max_rss_mib < BOMB_RSS_MIB, f"peak memory {run.max_rss_mib:.0f} MiB"
 
 
-# ------------------------------------------------------------------------------------ issue 17: parse_source
+# ------------------------------------------------------------------------------------ hostile inputs: parse_source
 def test_parse_source_refuses_over_its_caps_before_parsing():
     from compat.tooling.pysource import SourceTooLargeError, SourceUnparsableError, parse_source
 
@@ -1259,7 +1257,7 @@ def test_the_checks_of_one_call_share_one_work_budget():
     assert 100 < out["evaluated"] < 200 and out["evaluated"] + out["not_evaluated"] == 401, out
 
 
-# ------------------------------------------------------------------------------------ issue 17: install paths
+# ------------------------------------------------------------------------------------ hostile inputs: install paths
 def test_an_archive_is_read_where_an_installer_puts_its_files(tmp_path):
     """The positive side of the duplicate and decoy rows: a wheel's .data/purelib lands at the root, and an sdist
     without one top-level directory is built from its root when that has a pyproject.toml."""

@@ -15,7 +15,7 @@ import compat
 from compat.tooling import vendor
 
 PACKAGE = Path(compat.__file__).resolve().parent  # the package under test (installed in the unit session)
-REPO = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml, README.md, tools/
+REPO = Path(__file__).resolve().parents[2]  # the checkout: pyproject.toml, README.md, docs/, tools/
 RUNTIME = sorted(p for p in PACKAGE.glob("*.py") if p.name != "__main__.py")
 TOOLING = "compat.tooling"
 
@@ -169,21 +169,18 @@ def _is_docstring(path: Path, node: ast.Constant) -> bool:
 
 
 def _layout_tool():
-    root = str(REPO)
-    if root not in sys.path:
-        sys.path.insert(0, root)
     from tools import layout
 
     return layout
 
 
-def test_readme_layout_lists_every_module_and_is_current():
+def test_architecture_layout_lists_every_module_and_is_current():
     layout = _layout_tool()
     assert layout.problems() == []  # every module of compat/ is placed, runtime apart from tooling
     assert not [m for m in layout.RUNTIME if m.startswith("tooling/")]
     assert set(layout.TOOLING) >= {m for m in layout.modules() if m.startswith("tooling/")}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert layout.replaced(readme) == readme, "README.md's Layout is stale: run python tools/layout.py"
+    document = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert layout.replaced(document) == document, "docs/architecture.md's layout is stale: run python -m tools.layout"
 
 
 def test_layout_check_finds_an_unlisted_module(monkeypatch):

@@ -1,7 +1,6 @@
 """tools/matrix.py: matrix.yaml validation (table-driven) and add_pin's textual edit."""
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
@@ -10,8 +9,6 @@ import pytest
 yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from tools import matrix as M  # noqa: E402
 

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from tools.lane_common import load_script  # noqa: E402
 from tools.results import RECORDED, UNRECORDED, results_dir_for  # noqa: E402

@@ -1,4 +1,4 @@
-"""Factories returning a bound method (issue 15): ``return obj.method`` where ``obj = ProjectClass(...)`` is obj's
+"""Factories returning a bound method: ``return obj.method`` where ``obj = ProjectClass(...)`` is obj's
 one binding in the factory gives that class's method (``self`` dropped) as a model provider, like a returned
 def. An object of unknown class, one bound twice, or a method the project class does not define (a megatron
 base's) gives nothing. Minimal projects of our own against the synthetic candidate of

@@ -1,5 +1,5 @@
-"""The surface gate's defect classes found on downstream code it had never seen (issue 15, issue 17 items 8-9 and
-the shadowing cases): each built here from a minimal project of our own against a tiny synthetic candidate."""
+"""The surface gate's defect classes found on downstream code it had never seen: each built here from a minimal
+project of our own against a tiny synthetic candidate."""
 from __future__ import annotations
 
 import ast
@@ -177,7 +177,7 @@ def test_an_attribute_the_project_assigns_is_its_own_with_what_hangs_off_it(tmp_
     assert {(f.line, f.name) for f in report.findings} == {(9, "megatron.core.strategies.base.other_thing")}
 
 
-# ---- 3 and issue 17 item 8: a guard must be about the use it guards ----------------------------------------------
+# ---- a guard must be about the use it guards ----------------------------------------------
 @pytest.mark.parametrize("imported, expected", [
     ("import modelopt", {(11, False)}),  # about another package
     ("from megatron.core.parallel_state import get_tensor_and_expert_parallel_rank", {(4, True), (11, False)}),
@@ -487,7 +487,7 @@ def test_names_re_exported_through_project_modules_are_followed(tmp_path, wheels
     assert where(report) == {(f"pkg/{name}.py", 2, c.MISSING_NAME) for name in ("direct", "use", "rel")}
 
 
-# ---- issue 17 item 9: uses that were not checked ---------------------------------------------------------------
+# ---- uses that were not checked ---------------------------------------------------------------
 def test_names_from_a_megatron_star_import_and_dunder_import_are_checked(tmp_path, wheels):
     report = gate(tmp_path, wheels, {"a.py": """
         from megatron.core.parallel_state import *
@@ -505,7 +505,7 @@ def test_names_from_a_megatron_star_import_and_dunder_import_are_checked(tmp_pat
     assert where(report) == {("a.py", 5, c.MISSING_NAME), ("a.py", 7, c.MISSING_MODULE)}
 
 
-# ---- issue 17 low: shadowing ------------------------------------------------------------------------------------
+# ---- shadowing ------------------------------------------------------------------------------------
 SHADOWED = {
     "comprehension": """
         [mpu.get_tensor_and_expert_parallel_rank() for mpu in others]
@@ -767,7 +767,7 @@ def test_self_attributes_the_base_no_longer_sets(tmp_path, wheels):
     assert "0.3.0" in finding.instead and not finding.guarded
 
 
-# ---- issue 15 follow-up: handler types read the way Python evaluates them ----------------------------------------
+# ---- handler types read the way Python evaluates them ----------------------------------------
 def test_an_except_clause_catches_what_its_expression_evaluates_to(tmp_path, wheels):
     report = gate(tmp_path, wheels, {"a.py": """
         try:
@@ -787,7 +787,7 @@ def test_an_except_clause_catches_what_its_expression_evaluates_to(tmp_path, whe
     assert {(f.line, f.guarded) for f in report.findings} == {(3, True), (7, False), (11, True)}
 
 
-# ---- issue 15 follow-up: providers through functools.partial, lambdas and nested defs -----------------------------
+# ---- providers through functools.partial, lambdas and nested defs -----------------------------
 def test_a_provider_through_partial_lambda_or_a_nested_def_is_checked_like_a_plain_one(tmp_path, wheels):
     report = gate(tmp_path, wheels, {"p.py": """
         import functools
@@ -845,7 +845,7 @@ def functools_partial(f, bound: int, keywords: set):
     return functools.partial(f, *range(bound), **dict.fromkeys(keywords, 0))
 
 
-# ---- issue 15 follow-up: methods and attributes of megatron instances -------------------------------------------
+# ---- methods and attributes of megatron instances -------------------------------------------
 @pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])
 def test_methods_and_attributes_of_megatron_instances(tmp_path, wheels, version):
     report = gate(tmp_path, wheels, {"i.py": """
@@ -887,7 +887,7 @@ def test_methods_and_attributes_of_megatron_instances(tmp_path, wheels, version)
         (25, c.UNEXPECTED_KEYWORD, "hook(y=)")})
 
 
-# ---- issue 15 follow-up: a project class megatron builds from a spec and calls as a module ----------------------
+# ---- a project class megatron builds from a spec and calls as a module ----------------------
 SPEC_UTILS = """
     class ModuleSpec:
         def __init__(self, module, params=None, submodules=None):

@@ -1,4 +1,4 @@
-"""A keyword the candidate passes to a project function only under a condition (issue 15, h15f): reported with the
+"""A keyword the candidate passes to a project function only under a condition: reported with the
 condition named, guarded, not as an always-breaking call; keywords it always passes stay unguarded. Minimal
 projects of our own against a tiny synthetic candidate (the shapes of 0.19.2's ``TransformerLayer`` and
 ``get_model``, written here)."""

@@ -1,4 +1,4 @@
-"""A branch that compares with a megatron enum member the candidate no longer has (issue 15 item 10, h15f): its test
+"""A branch that compares with a megatron enum member the candidate no longer has: its test
 raises there (the read is the finding) or, when the name is left as a method or property of the enum, is never
 true; the branch's body does not run, so what it uses is guarded, not reported as a break. Minimal projects of our
 own against tiny synthetic candidates."""

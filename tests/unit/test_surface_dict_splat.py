@@ -1,4 +1,4 @@
-"""Keywords through a dict splat (issue 15, item 1's sibling): ``Callee(**d)`` where the same scope builds ``d``
+"""Keywords through a dict splat: ``Callee(**d)`` where the same scope builds ``d``
 with literal keys checks those keys as keywords of the call; a dict that may hold more never makes the call look
 complete (no "missing required argument"), and keys set under a branch, removed, or of a rebound name do not count."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The surface gate on hostile candidates (issue 17): lookups visit each module and class once (star-import DAGs,
+"""The surface gate on hostile candidates: lookups visit each module and class once (star-import DAGs,
 class lattices, chains thousands long), a call is checked in time linear in its keywords, what the model parses
 and how deep a member path goes is bounded, ``__all__.append/.extend`` are read, and the model cache trusts only
 entries made with this account's key. In process on the model, and through the real CLI in a subprocess (exit code,

@@ -1,4 +1,4 @@
-"""Instances of a project's own subclass of a megatron class (issue 15, development miss swift_legacy_grouped_gemm):
+"""Instances of a project's own subclass of a megatron class (development miss swift_legacy_grouped_gemm):
 a parameter annotated with ``class ModelConfig(TransformerConfig)`` from another project file, or ``c = ModelConfig()``,
 has the project class's members and its megatron bases'. A read of a member neither has fails; nothing is said
 where the type may hold more (a further subclass anywhere in the project, a base neither the project's nor

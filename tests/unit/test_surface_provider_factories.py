@@ -1,5 +1,5 @@
 """Model providers that reach get_model/pretrain other than as a name bound to a def of the calling file
-(issue 15, h15f): the return value of a project factory (an inner def, a lambda, a partial), a project wrapper's
+: the return value of a project factory (an inner def, a lambda, a partial), a project wrapper's
 closure that forwards to its argument, and ``self.method`` of a project class. Minimal projects of our own against
 a tiny synthetic candidate whose get_model always passes ``config=``."""
 from __future__ import annotations

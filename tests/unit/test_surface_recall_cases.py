@@ -1,23 +1,18 @@
-"""The surface gate's recall cases (benchmarks/surface_recall_cases/*.json) and how the study scores them
-(benchmarks/surface_generalisation.py): the files follow the shared format, and a finding counts only at the case's
+"""The surface gate's recall cases (tests/data/surface_recall_cases/*.json) and how they are scored
+(tools/surface_recall.py): the files follow the shared format, and a finding counts only at the case's
 place, with the case's name, unguarded."""
 from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from compat.tooling.gate.surface import check as c
+from tools import surface_recall as study
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import surface_generalisation as study  # noqa: E402
-
-CASE_FILES = sorted((ROOT / "benchmarks" / "surface_recall_cases").glob("*.json"))
+CASE_FILES = sorted(study.CASES_DIR.glob("*.json"))
 FIELDS = {"id", "repo", "fix", "candidate", "path", "line", "shape", "symbol", "meant_to_see", "source"}
 WHEEL_RELEASES = {f"0.{minor}.0" for minor in range(7, 20)} | {
     "0.12.1", "0.12.2", "0.12.3", "0.13.1", "0.15.1", "0.15.2", "0.15.3", "0.16.1", "0.17.1", "0.18.1", "0.18.2",
@@ -41,7 +36,7 @@ def test_case_file_follows_the_shared_format(path):
 
 
 def test_development_set_reaches_the_issue_size():
-    cases = json.loads((ROOT / "benchmarks" / "surface_recall_cases" / "development.json").read_text())
+    cases = json.loads((study.CASES_DIR / "development.json").read_text())
     seen = [case for case in cases if case["meant_to_see"]]
     assert len(seen) >= 25
     assert {case["shape"] for case in seen} == set(study.SHAPES)

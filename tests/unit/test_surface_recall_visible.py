@@ -1,15 +1,9 @@
-"""Which recall cases the gate can see (issue 15): a case whose symbol lives in a package the candidate's wheel does
+"""Which recall cases the gate can see: a case whose symbol lives in a package the candidate's wheel does
 not contain (``megatron.training`` before 0.17.0) is counted in the "all four" row and left out of the visible row,
 decided from the candidate's model alone, never by hand."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import surface_generalisation as study  # noqa: E402
+from tools import surface_recall as study
 
 
 def test_a_symbol_in_a_package_the_wheel_lacks_is_not_visible(tmp_path):

@@ -1,4 +1,4 @@
-"""A project function put in a megatron callable's place (issue 15, callbacks): by assignment
+"""A project function put in a megatron callable's place: by assignment
 (``Attention.forward = patched_forward``), ``setattr``, or a dotted string handed to a registrar with it
 (``register("megatron.core....forward", fn)``, ``mock.patch("megatron...", fake)``). Megatron then calls the
 project's function as it calls the original, so a parameter the candidate's original gained and the function cannot

@@ -126,7 +126,7 @@ def test_ci_matrix_rejects_empty_listing():
 
 
 # ------------------------------------------------------------------------------------ what the README installs
-README_TEST_LINE = re.compile(r"pip install ([^&]*)&& *(nox[^#`]*)")  # the form /work/shared/tools/fresh-check reads
+README_TEST_LINE = re.compile(r"pip install ([^&]*)&& *(nox[^#`]*)")  # the form ../shared/tools/fresh-check reads
 
 
 def readme_test_line() -> tuple[list[str], str]:

@@ -10,12 +10,15 @@ With ``--project PATH`` it is the surface gate instead: every use of megatron in
 candidate, file and line (``--against V``: set apart what already fails on V; ``--window LOW..HIGH``: every release
 in the range, one table). See ``surface``.
 
-Modules: ``candidate`` (find and read a candidate), ``diff`` (classify config changes, one path for every class),
-``levels`` (what a change means for existing configs), ``policy`` (per-class treatment, as data), ``metadata``
-(Requires-Python and Requires-Dist), ``aliases`` (value renames), ``label`` (the release a version names, the pin
-before it), ``blame`` (upstream commits of a checkout), ``sections`` (those facts in the report), ``core`` (the
-report), ``report`` (markdown), ``accept`` (write the registry and matrix.yaml), ``cli`` (the command), ``surface``
-(the surface gate).
+Modules: ``cli`` (the command and its exit codes), ``candidate`` (find and read a candidate), ``config_gate``
+(diff every config class and build the report), ``diff`` (classify what changed, one path for every class),
+``levels`` (what a change means for existing configs), ``policy`` (per-class treatment, as data), ``label`` (the
+release a version names, the pin before it), ``metadata`` (Requires-Python and Requires-Dist), ``aliases`` (value
+renames), ``blame`` (upstream commits of a checkout), ``sections`` (facts beyond the config diff), ``lanes``,
+``ckpt`` and ``training`` (the checkpoint and equivalence lanes' verdicts), ``report`` (markdown),
+``registry_file`` and ``accept_pin`` (``--accept``: write the registry, let the caller pin it), ``surface`` (the
+surface gate), ``companions`` (packages that ride on megatron-core). docs/architecture.md lists each module with
+its summary.
 """
 from ...errors import CandidateError  # noqa: F401  (re-exported for callers of the gate)
 from .accept_pin import accept  # noqa: F401

@@ -22,7 +22,7 @@ class ReplaceRefusedError(CompatError):
     """The candidate claims a version the registry already holds with other config facts."""
 
 
-NOT_PINNED = "not pinned: matrix.yaml is the matrix tools' file (`python tools/matrix.py gate ... --accept`)"
+NOT_PINNED = "not pinned: matrix.yaml is the matrix tools' file (`python -m tools.matrix gate ... --accept`)"
 
 
 def accept(report: GateReport, registry_path: Path | None = None, *, replace: bool = False,

@@ -76,7 +76,7 @@ def register(p, matrix_tools=None) -> None:
         p.add_argument("--matrix", metavar="PATH", help="matrix.yaml that --accept pins the candidate in")
     p.add_argument("--accept", action="store_true",
                    help="after review: write the candidate into the registry (exit 0); the matrix tools' gate "
-                        "(python tools/matrix.py gate) also pins it in matrix.yaml")
+                        "(python -m tools.matrix gate) also pins it in matrix.yaml")
     p.add_argument("--replace", action="store_true",
                    help="with --accept: overwrite a registry release of the same version whose config differs "
                         "(refused otherwise)")

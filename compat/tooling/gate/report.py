@@ -113,13 +113,13 @@ def install_section(report) -> list[str]:
 def _ckpt_section(report) -> list[str]:
     from .ckpt import markdown_section
 
-    return markdown_section(report)  # the checkpoint lane's verdict (issue 11)
+    return markdown_section(report)  # the checkpoint lane's verdict
 
 
 def _training_section(report) -> list[str]:
     from .training import markdown_section
 
-    return markdown_section(report)  # the equivalence lane's verdict (issue 18)
+    return markdown_section(report)  # the equivalence lane's verdict
 
 
 def _accepted_section(report) -> list[str]:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Members read off a parameter annotated with a megatron class (issue 15): ``def f(config: TransformerConfig)``
+"""Members read off a parameter annotated with a megatron class: ``def f(config: TransformerConfig)``
 may be passed any subclass, so ``config.x`` that the class lacks fails only where nothing can have given the object
 an ``x``:
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Keywords through a project function's ``**kwargs`` into a megatron call (issue 15, item 1): in
+"""Keywords through a project function's ``**kwargs`` into a megatron call: in
 ``def build(x=None, **kwargs): return TransformerConfig(**kwargs)``, a call ``build(x=1, new_field=2)`` anywhere in
 the project passes ``new_field=`` to ``TransformerConfig``.
 

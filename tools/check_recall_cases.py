@@ -1,6 +1,6 @@
 """Check recall cases against the fetched snapshots: git and the standard library only.
 
-    python benchmarks/surface_recall_cases/check_cases.py [--mirror /work/.mirror] [FILE ...]
+    python -m tools.check_recall_cases [--mirror DIR] [FILE ...]   # DIR defaults to $MCORE_COMPAT_MIRROR
 
 For each case: the fields and shape are well formed, ``fix`` resolves in ``MIRROR/<owner>+<name>/repo``, ``path``
 exists at ``fix^``, and line ``line`` of that file at ``fix^`` contains the symbol's last component (or the name the
@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from tools.git_snapshots import mirror_root
+
+CASES_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "surface_recall_cases"
 FIELDS = {"id": str, "repo": str, "fix": str, "candidate": str, "path": str, "line": int, "shape": str,
           "symbol": str, "meant_to_see": bool, "source": str}
 SHAPES = {"import", "attribute", "call", "override", "other"}
@@ -96,9 +98,10 @@ def check(cases: list, mirror: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("files", nargs="*", type=Path, default=[HERE / "evaluation.json"])
+    parser.add_argument("--mirror", type=Path, default=None, help="snapshot mirror (default: $MCORE_COMPAT_MIRROR)")
+    parser.add_argument("files", nargs="*", type=Path, default=[CASES_DIR / "evaluation.json"])
     args = parser.parse_args(argv)
+    mirror = mirror_root(args.mirror)
     problems = []
     total = 0
     for path in args.files:
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             problems.append(f"{path}: not a JSON list")
             continue
         total += len(cases)
-        problems += [f"{path.name}: {p}" for p in check(cases, args.mirror)]
+        problems += [f"{path.name}: {p}" for p in check(cases, mirror)]
     for line in problems:
         print(line)
     print(f"{total} cases, {len(problems)} problems", file=sys.stderr)
