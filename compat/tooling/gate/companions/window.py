@@ -31,17 +31,6 @@ class Cell:
         return {"status": self.status, "first_break": self.first_break, "breaking": self.breaking,
                 "guarded": self.guarded, "reason": self.reason, "real": self.real}
 
-    def text(self) -> str:
-        if self.status == UNTESTED:
-            shown = f"untested ({self.reason})"
-        elif self.status == BREAKS:
-            shown = f"breaks: {self.first_break}" + (f" (+{self.breaking - 1})" if self.breaking > 1 else "")
-        else:
-            shown = OK
-        if self.real:
-            shown += f"; installed: {self.real['outcome']}"
-        return shown
-
 
 @dataclass
 class CompanionWindow:
