@@ -33,7 +33,6 @@ sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -52,6 +51,7 @@ ROOT = Path(__file__).resolve().parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from compat.tooling import host_matrix, torchrun  # noqa: E402  (install mechanism and launch commands, shared with hosts)
 from tools.matrix import load_matrix  # noqa: E402  (needs pyyaml: in the script block)
 
 nox.needs_version = ">=2026.8.10"
@@ -77,71 +77,10 @@ def _require_uv() -> None:
             "`python3 -m pip install uv`. Refusing to fall back to virtualenv+pip.")
 
 
-def _pip_config_lines() -> list[str]:
-    """`pip config list` output, from the first pip that answers (the script-mode venv may have none)."""
-    candidates = [[sys.executable, "-m", "pip"]]
-    for exe in ("pip3", "pip"):
-        found = shutil.which(exe)
-        if found:
-            candidates.append([found])
-    for base in ("python3", "python"):
-        found = shutil.which(base)
-        if found:
-            candidates.append([found, "-m", "pip"])
-    for cmd in candidates:
-        try:
-            out = subprocess.run([*cmd, "config", "list"], capture_output=True, text=True, timeout=60,
-                                 check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0:
-            return out.stdout.splitlines()
-    return []
-
-
-@functools.cache
-def pip_config() -> dict[str, list[str]]:
-    """find-links, index-url, extra-index-url and constraint from pip's configuration (uv ignores pip.conf).
-
-    Scopes print as `global.key=`, `install.key=`, `user.key=`, `:env:.key=` (PIP_* variables); list values
-    are whitespace separated. index-url takes the last scope printed that sets it; the lists are merged.
-    """
-    seen: dict[str, list[str]] = {"find-links": [], "index-url": [], "extra-index-url": [], "constraint": []}
-    for line in _pip_config_lines():
-        if "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        name = key.rsplit(".", 1)[-1]
-        if name not in seen:
-            continue
-        value = value.strip().strip("'\"")
-        for item in value.split():
-            if name == "index-url":
-                seen[name] = [item]
-            elif item not in seen[name]:
-                seen[name].append(item)
-    # Keep only what exists on this machine: a constraint file or find-links folder that is not there
-    # would make uv fail, and pip.conf from another machine should not.
-    seen["find-links"] = [p for p in seen["find-links"] if "://" in p or os.path.isdir(p)]
-    seen["constraint"] = [p for p in seen["constraint"] if "://" in p or os.path.isfile(p)]
-    return seen
-
-
 def index_args() -> list[str]:
-    cfg = pip_config()
-    args: list[str] = []
-    for link in cfg["find-links"]:
-        args += ["--find-links", link]
-    for url in cfg["index-url"]:
-        args += ["--index-url", url]
-    for url in cfg["extra-index-url"]:
-        args += ["--extra-index-url", url]
-    for path in cfg["constraint"]:
-        args += ["--constraint", path]
-    # pip tries every index; uv by default stops at the first index that has the package.
-    if cfg["extra-index-url"]:
-        args += ["--index-strategy", "unsafe-best-match"]
-    return args
+    """pip.conf's find-links, indexes and constraint as uv arguments (uv ignores pip.conf): compat.tooling.host_matrix,
+    the mechanism a host's noxfile uses too."""
+    return host_matrix.index_args()
 
 
 def uv_install(session: nox.Session, *args: str) -> None:
@@ -173,18 +112,20 @@ def _test_env() -> dict[str, str | None]:
 
 
 def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: bool = False,
-               extra_env: dict[str, str] | None = None) -> None:
+               extra_env: dict[str, str] | None = None, ranks: int | None = None) -> None:
     """Run SELECTION[kind] and make "ran no tests" loud: exit 5 (nothing collected) and an all-skipped run
     fail the session with a message saying so, except where ``all_skipped_ok`` (gpu sessions without CUDA)
-    turns them into a visible nox "skipped"."""
+    turns them into a visible nox "skipped". ``ranks``: pytest in every rank of a torchrun launch of that many
+    ranks (compat.tooling.torchrun.pytest_ranks_argv), each writing its own junit file; rank 0's is counted."""
     selection = [*SELECTION[kind], *extra]
     if any(Path(a.split("::")[0]).exists() for a in session.posargs if not a.startswith("-")):
         selection.remove("tests")  # `nox -s unit -- tests/unit/test_fetch.py`: only what was named
     workers = os.environ.get("MCORE_COMPAT_WORKERS", WORKERS[kind])
-    junit = Path(session.create_tmp()) / "junit.xml"
-    if junit.exists():
-        junit.unlink()
-    args = ["pytest", *selection, f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+    tmp = Path(session.create_tmp())
+    junit = tmp / ("junit-rank0.xml" if ranks else "junit.xml")
+    for old in [tmp / "junit.xml", *tmp.glob("junit-rank*.xml")]:
+        old.unlink(missing_ok=True)
+    args = ["pytest", *selection, "-o", "junit_family=xunit2"] + ([] if ranks else [f"--junitxml={junit}"])
     if workers != "0":
         args += ["-n", workers]
         if kind != "unit":  # one worker per file: a module fixture (the DDP spawn) must not run on every worker
@@ -192,6 +133,8 @@ def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: boo
         else:  # an idle worker takes queued tests from the busy one: the unit session's tail of slow rows ends sooner
             args += ["--dist", "worksteal"]
     args += session.posargs
+    if ranks:  # torchrun starts the ranks, every one a pytest process (the nccl tests then use env://)
+        args = torchrun.pytest_ranks_argv(ranks, args[1:], str(tmp), python=str(Path(session.bin) / "python"))
     try:
         done = session.run(*args, env={**_test_env(), **(extra_env or {})})
     except nox.command.CommandFailed as exc:
@@ -207,6 +150,8 @@ def run_pytest(session: nox.Session, kind: str, *extra: str, all_skipped_ok: boo
         if {"--co", "--collect-only"} & set(session.posargs):
             return
         session.error(f"pytest wrote no {junit}: cannot tell whether any test ran")
+    if ranks and len(list(tmp.glob("junit-rank*.xml"))) != ranks:
+        session.error(f"{ranks} torchrun ranks, but only {sorted(p.name for p in tmp.glob('junit-rank*.xml'))} written")
     total = skipped = 0
     root = ET.parse(junit).getroot()
     for suite in [root] if root.tag == "testsuite" else list(root.iter("testsuite")):
@@ -315,24 +260,15 @@ def install_checkout_editable(session: nox.Session) -> None:
 
 
 def install_pin(session: nox.Session, pin, *, torch: str) -> None:
-    """torch + megatron-core per the pin's recipe + test deps + this repo (editable); skipped on a reused venv
-    whose stamp says the same recipe was installed. Whether megatron imports is checked by tests/conftest.py
-    inside pytest, which imports it anyway (a separate `python -c` check cost a second torch + megatron import)."""
+    """torch + megatron-core per the pin's recipe + test deps (compat.tooling.host_matrix.install_pin, what a host's
+    noxfile calls) + this repo (editable); skipped on a reused venv whose stamp says the same steps were run. Whether
+    megatron imports is checked by tests/conftest.py inside pytest, which imports it anyway (a separate `python -c`
+    check cost a second torch + megatron import)."""
     _require_uv()
-    base = [f"torch=={torch}", *pin.extra, *TEST_DEPS]
-    if pin.ignore_requires_python:
-        base.append("pip")  # uv has no --ignore-requires-python: the venv's own pip does that one step
-    if not pin.no_deps:
-        base.append(pin.megatron_requirement)  # resolved together with torch and the extras
-    recipe = _digest(base, pin.megatron_requirement, pin.no_deps, pin.ignore_requires_python, index_args())
+    steps = host_matrix.install_steps(pin, torch=torch, deps=TEST_DEPS, index=index_args())
+    recipe = _digest([(step.tool, step.args) for step in steps])
     if not _stamp_matches(session, "recipe", recipe):
-        uv_install(session, *base)
-        if pin.ignore_requires_python:
-            # pip reads pip.conf itself (find-links, indexes, constraint)
-            session.run_install("python", "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
-                                "--ignore-requires-python", pin.megatron_requirement)
-        elif pin.no_deps:
-            uv_install(session, "--no-deps", pin.megatron_requirement)
+        host_matrix.install_pin(session, pin, steps=steps)
         _write_stamp(session, "recipe", recipe)
     install_checkout_editable(session)
 
@@ -347,6 +283,16 @@ def make_cpu_session(pin):
                           f"(contract, real DDP). {pin.note}")
     session_fn.__name__ = f"mcore_{pin.version.replace('.', '_')}"
     return session_fn
+
+
+def gpu_ranks() -> int:
+    """The gpu-* sessions' torchrun world: every visible GPU (nvidia-smi -L narrowed by CUDA_VISIBLE_DEVICES);
+    1 without any (MCORE_COMPAT_GPU_FORCE=1 on a CPU host), so the launch path still runs."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    return max(1, torchrun.visible_gpu_count(out.splitlines()))
 
 
 def make_gpu_session(pin):
@@ -364,9 +310,10 @@ def make_gpu_session(pin):
                         "sys.exit(0 if torch.version.cuda else 'torch is a CPU build on a CUDA host: set "
                         "MCORE_COMPAT_TORCH_GPU, e.g. 2.13.0+cu130')")
         run_pytest(session, "gpu", all_skipped_ok=not HAS_CUDA,
-                   extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version})
+                   extra_env={"MCORE_COMPAT_EXPECT_MEGATRON": pin.version}, ranks=gpu_ranks())
 
-    session_fn.__doc__ = f"megatron-core {pin.version}: pytest tests -m gpu (skipped without CUDA). {pin.note}"
+    session_fn.__doc__ = (f"megatron-core {pin.version}: torchrun, one rank per visible GPU, pytest tests -m gpu "
+                          f"(skipped without CUDA). {pin.note}")
     session_fn.__name__ = f"gpu_{pin.version.replace('.', '_')}"
     return session_fn
 

@@ -46,7 +46,8 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/companions/__init__.py", "tooling/gate/companions/catalog.py",
            "tooling/gate/companions/source.py", "tooling/gate/companions/window.py",
            "tooling/gate/companions/gate_section.py", "tooling/gate/companions/cli.py",
-           "tooling/gate/cli.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
+           "tooling/gate/cli.py", "tooling/host_matrix.py", "tooling/torchrun.py", "tooling/cpu_patches.py",
+           "tooling/gloo_rank.py", "tooling/pytest_gloo.py", "tooling/vendor.py", "tooling/cli.py", "__main__.py"]
 
 
 def modules() -> set[str]:

@@ -33,6 +33,7 @@ from compat.version import parse, sorted_versions  # noqa: E402
 
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
 DEFAULT_REGISTRY = ROOT / "compat" / "data" / "registry.json"
+DEFAULT_PINS_JSON = ROOT / "compat" / "tooling" / "data" / "pins.json"  # matrix.yaml for hosts (host_matrix)
 MAX_MATRIX_BYTES = 1 * MIB  # 13 pins take 4 kB
 
 TOP_KEYS = {"pins"}
@@ -431,6 +432,13 @@ def _add_pin(version: str, path: Path, registry_path, replace_series: bool, reci
     return result
 
 
+def pins_json_text(pins: list[Pin]) -> str:
+    """The packaged JSON copy of ``pins`` that compat.tooling.host_matrix reads (no PyYAML needed there)."""
+    from compat.tooling.host_matrix import pins_to_data
+
+    return json.dumps(pins_to_data(pins), indent=1) + "\n"
+
+
 class MatrixTools:
     """What the package's ``gate`` command asks of the test matrix (``compat.tooling.gate.cli.register``)."""
 
@@ -470,13 +478,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", nargs="?", default=str(DEFAULT_MATRIX))
     ap.add_argument("--json", action="store_true", help="print the pins as JSON")
+    ap.add_argument("--write-pins-json", action="store_true",
+                    help=f"write the pins to {DEFAULT_PINS_JSON.relative_to(ROOT)} (the copy hosts read)")
     args = ap.parse_args(argv)
     try:
         pins = load_matrix(args.path)
     except (MatrixError, CompatError) as exc:
         print("error: " + one_line(exc), file=sys.stderr)
         return 1
-    if args.json:
+    if args.write_pins_json:
+        atomic_write_text(DEFAULT_PINS_JSON, pins_json_text(pins))
+        print(f"wrote {len(pins)} pins to {DEFAULT_PINS_JSON}")
+    elif args.json:
         print(json.dumps([dataclasses.asdict(p) for p in pins], indent=2))
     else:
         for p in pins:

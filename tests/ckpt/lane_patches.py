@@ -1,4 +1,4 @@
-"""What the checkpoint lane needs beyond tests/integration/cpu_patches.py (applied in spawned ranks only).
+"""What the checkpoint lane needs beyond compat/tooling/cpu_patches.py (applied in spawned ranks only).
 
 ==================  =========================================================================================
 patch               why (seen failing without it; shared/research/ckpt_lane/README.md)

@@ -64,7 +64,7 @@ def main(argv=None) -> int:
         if args.world_size < 1:
             ap.error("--backend nccl needs a CUDA device; torch.cuda.device_count() is 0")
     sys.path.insert(0, INTEGRATION)
-    import launch
+    from compat.tooling import torchrun as launch
 
     here = launch.torchrun_rank()
     if here is not None:  # this process is one rank of a torchrun launch (env:// rendezvous)
@@ -222,11 +222,11 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
 
         version = installed_version()
         result["megatron_version"] = version
-        import launch
+        from compat.tooling import torchrun as launch
 
         device = launch.rank_device(backend, rank if local_rank is None else local_rank)
         if backend != "nccl":
-            import cpu_patches
+            from compat.tooling import cpu_patches
 
             patches += cpu_patches.apply(version)
         patches += lane_patches.after_megatron(backend, emulating="emulate_fused_adam" in patches)
@@ -250,7 +250,7 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
     finally:
         result["children_reaped"] = _reap_own_children()
         result["total_s"] = round(time.perf_counter() - t_start, 3)
-    import launch
+    from compat.tooling import torchrun as launch
 
     launch.finish_rank(result, out_dir)
 

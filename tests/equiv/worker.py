@@ -6,7 +6,7 @@
 Run with the pin's python. PLAN.json (written by lane.py, from the registry alone) holds the variants, each with the
 overrides compat resolves and builds into TransformerConfig, OptimizerConfig and DistributedDataParallelConfig.
 Without torchrun this launcher imports torch + megatron once and forks ``--world-size`` ranks (file:// store); under
-torchrun every process is a rank (env:// rendezvous; tests/integration/launch.py). Each rank writes
+torchrun every process is a rank (env:// rendezvous; compat/tooling/torchrun.py). Each rank writes
 ``DIR/rank<r>.json`` (records) and ``DIR/rank<r>-<variant>.pt`` (per step: every grad and parameter, by stable
 name, for sizing a difference).
 
@@ -34,7 +34,7 @@ for _path in (REPO_ROOT, CKPT, INTEGRATION, HERE):  # HERE first: tests/ckpt has
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-import launch  # noqa: E402
+from compat.tooling import torchrun as launch  # noqa: E402
 
 PG_TIMEOUT_S = 120
 
@@ -129,7 +129,7 @@ def _rank(rank, world_size, local_rank, backend, init, plan, out_dir):
         result.update(torch_version=torch.__version__, megatron_version=version)
         device = launch.rank_device(backend, local_rank)
         if backend == "gloo":
-            import cpu_patches
+            from compat.tooling import cpu_patches
 
             patches += cpu_patches.apply(version)
             patches += cpu_rng_tracker()

@@ -1,7 +1,7 @@
 """Real megatron-core DistributedDataParallel + optimizer step in spawned ranks.
 
 Under ``torchrun`` (``torchrun --standalone --nproc_per_node=2 -m pytest tests/integration/test_ddp_gloo.py``)
-each pytest process is a rank: ``start_cases`` then runs the cases in it (env:// rendezvous, see launch.py).
+each pytest process is a rank: ``start_cases`` then runs the cases in it (env:// rendezvous, see compat/tooling/torchrun.py).
 Otherwise the parent side (``start_cases`` / ``run_cases``) starts ``world_size`` ranks ONCE for a whole list of cases
 (importing megatron costs 4-15 s of CPU per process): forked when the parent has already imported megatron on
 CPU (a pin session's import check does; the ranks then inherit it), else spawned. They rendezvous through a
@@ -12,7 +12,7 @@ rank's results as plain JSON-able dicts (read back from per-rank JSON files).
 The worker side (``_worker``) runs inside each rank:
   1. wraps the torch.distributed collectives (and rebinds megatron's module-level
      aliases such as ``dist_reduce_scatter_func`` that a forked rank inherited),
-  2. on gloo/CPU applies ``cpu_patches.apply`` (never on a GPU backend),
+  2. on gloo/CPU applies ``compat.tooling.cpu_patches.apply`` (never on a GPU backend),
   3. ``initialize_model_parallel(1, 1)`` once, then per case: a bf16 3x
      Linear(64,64) MegatronModule -> DistributedDataParallel -> forward/backward
      -> ``finish_grad_sync()`` -> ``get_megatron_optimizer(...)`` -> ``step()``,
@@ -37,7 +37,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import launch  # noqa: E402
+from compat.tooling import torchrun as launch  # noqa: E402
 
 HIDDEN = 64
 NUM_LINEARS = 3
@@ -589,7 +589,7 @@ def run_rank(rank, world_size, backend, init_method, cases, mutation_trap, *, lo
         if backend == "nccl":
             result["patches"] = []
         else:
-            import cpu_patches
+            from compat.tooling import cpu_patches
 
             result["patches"] = cpu_patches.apply(version)
         torch.distributed.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size)

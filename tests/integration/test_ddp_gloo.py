@@ -3,7 +3,7 @@
 One start per module (at the end of collection, see ``start_early``; else by the ``ddp_run`` fixture) runs
 the 4 cases (use_distributed_optimizer x {resolver, inherited}) plus the config-mutation trap; the tests below
 only assert on the per-rank reports. In a pin session the ranks are forked after this process imported
-megatron (tests/conftest.py), so they inherit that import; the CPU patches in ``cpu_patches.py`` are applied
+megatron (tests/conftest.py), so they inherit that import; the CPU patches in ``compat/tooling/cpu_patches.py`` are applied
 inside the ranks only, never here.
 """
 

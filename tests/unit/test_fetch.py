@@ -487,7 +487,16 @@ def test_fetch_release_has_no_python_fallbacks():
     assert not hasattr(g, "FALLBACK_PYTHONS")
     # the one process compat starts is git, reading a Megatron-LM checkout candidate's history (gate/blame.py)
     git_reader = ROOT / "compat" / "tooling" / "gate" / "blame.py"
-    source = "\n".join(p.read_text() for p in (ROOT / "compat").rglob("*.py") if p != git_reader)
+    # ...and `pip config list`, which a host's noxfile runs through host_matrix.install_pin to pass pip.conf to uv
+    pip_reader = ROOT / "compat" / "tooling" / "host_matrix.py"
+    # ...and torchrun, which the gloo_world fixture (a host's test, never a release fetch) starts
+    rank_launcher = ROOT / "compat" / "tooling" / "pytest_gloo.py"
+    source = "\n".join(p.read_text() for p in (ROOT / "compat").rglob("*.py")
+                       if p not in (git_reader, pip_reader, rank_launcher))
+    host = pip_reader.read_text()
+    assert host.count("subprocess.run(") == 1 and '[*cmd, "config", "list"]' in host
+    launcher = rank_launcher.read_text()
+    assert launcher.count("subprocess.Popen(") == 1 and "subprocess.run(" not in launcher and "pip" not in launcher
     assert '"-m", "pip"' not in source and "'-m', 'pip'" not in source and "subprocess" not in source
     blame = git_reader.read_text()
     assert blame.count("subprocess.run(") == 1 and '[git, "-C", str(tree), *_SAFE, *args]' in blame

@@ -25,6 +25,8 @@ SYS_PATH_ALLOWED = {
     "tests/equiv/lane.py": "run by nox as a script in a pin's lane venv; needs the checkout's tools/",
     "tests/ckpt/worker.py": "a rank process started in a pin's venv; imports the integration harness",
     "tests/equiv/worker.py": "a rank process started in a pin's venv; imports the lane's sibling modules",
+    "tests/integration/test_gloo_world.py": "its rank functions run in torchrun-started processes that import this "
+                                            "module by name and its sibling ddp_harness",
     "tests/integration/ddp_harness.py": "rank processes (forked, spawned or torchrun) import the harness and tools/",
     "tests/unit/hostile_inputs.py": "programs run in child processes to measure their peak memory",
     "tests/unit/test_vendor.py": "a child process imports the vendored copy from a temp host project",

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CPU-only patches that let megatron-core's DDP + optimizer step run on gloo.
 
 Megatron-Core assumes CUDA everywhere on the DDP/optimizer path (buffers are
@@ -9,10 +10,11 @@ host we redirect it to the CPU.
 
 These patches change process-global state (``torch.cuda.current_device`` and
 a TorchFunctionMode that stays active for the life of the process).  They are
-therefore ONLY applied inside the spawned DDP worker processes: ``apply()``
-refuses to run unless ``MCORE_COMPAT_WORKER=1`` is set (the harness sets it in
-the worker, never in the pytest parent). The harness applies them for the gloo
-backend only; the nccl/GPU run uses no patches at all.
+therefore ONLY applied inside rank processes: ``apply()`` refuses to run unless
+``MCORE_COMPAT_WORKER=1`` is set (our DDP harnesses in tests/ and a host's
+``gloo_world`` ranks, compat.tooling.pytest_gloo, set it in the rank, never in
+the pytest parent). They are applied for the gloo backend only; the nccl/GPU
+run uses no patches at all. Tooling, not runtime: a training job never imports it.
 
 Every patch says which versions need it, and every release-specific patch is
 feature-detected (``version_str`` only labels errors). Measured with torch
@@ -147,6 +149,11 @@ def _source(obj) -> str:
 def _wanted(name: str) -> bool:
     """MCORE_COMPAT_CPU_PATCHES_SKIP=a,b leaves patches out (to show a patch is needed)."""
     return name not in os.environ.get("MCORE_COMPAT_CPU_PATCHES_SKIP", "").split(",")
+
+
+def applied() -> list[str]:
+    """The patches this process applied (empty before ``apply`` or outside a rank)."""
+    return list(_APPLIED or [])
 
 
 def apply(version_str: str) -> list[str]:

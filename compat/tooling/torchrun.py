@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where a multi-rank test's ranks come from: torchrun (or srun + torchrun), or the test's own fork/spawn.
 
 Under ``torchrun`` every process is one rank and learns who it is from the environment (``RANK``, ``WORLD_SIZE``,
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import dataclass
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -73,3 +75,36 @@ def finish_rank(result: dict, out_dir: str) -> None:
 
     sys.stdout.flush()
     os._exit(0 if result.get("error") is None else 1)
+
+
+# ------------------------------------------------------------------------------------ launch commands
+def torchrun_argv(nproc: int, program: list[str], *, python: str = "python", no_python: bool = False) -> list[str]:
+    """``python -m torch.distributed.run --standalone --nproc_per_node=N [--no-python] PROGRAM...``: torchrun from
+    the given interpreter (the venv's, not whatever ``torchrun`` is first on PATH), one node, N ranks."""
+    if not isinstance(nproc, int) or isinstance(nproc, bool) or nproc < 1:
+        raise ValueError(f"nproc={nproc!r} is not supported; supported: an int >= 1 (ranks on this node)")
+    if not program:
+        raise ValueError("program=[] is not supported; supported: a module (-m name ...) or a command to run")
+    return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
+            *(["--no-python"] if no_python else []), *program]
+
+
+def visible_gpu_count(nvidia_smi_lines: list[str], environ: dict[str, str] | None = None) -> int:
+    """GPUs this process may use: the ``GPU n:`` lines of ``nvidia-smi -L``, narrowed by CUDA_VISIBLE_DEVICES
+    (a list of indices or UUIDs; empty: none) when it is set."""
+    env = os.environ if environ is None else environ
+    listed = [line for line in nvidia_smi_lines if line.strip().startswith("GPU ")]
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return len(listed)
+    wanted = [v.strip() for v in visible.split(",") if v.strip()]
+    if any(v.startswith("-") for v in wanted):  # CUDA stops at the first invalid index
+        wanted = wanted[:next(i for i, v in enumerate(wanted) if v.startswith("-"))]
+    return min(len(wanted), len(listed))
+
+
+def pytest_ranks_argv(nproc: int, pytest_args: list[str], junit_dir: str, *, python: str = "python") -> list[str]:
+    """pytest in every rank of a torchrun launch, each writing ``junit_dir/junit-rank<RANK>.xml`` (one file per rank:
+    a shared --junitxml would be written by all of them at once). torchrun's exit status fails when any rank fails."""
+    script = f'exec "$0" -m pytest "$@" --junitxml={shlex.quote(junit_dir)}/junit-rank"$RANK".xml'
+    return torchrun_argv(nproc, ["sh", "-c", script, python, *pytest_args], python=python, no_python=True)
