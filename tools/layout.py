@@ -23,7 +23,8 @@ RUNTIME = ["__init__.py", "errors.py", "version.py", "bounded_read.py", "configs
            "registry.py", "target.py", "annotations.py", "dtypes.py", "value_equality.py", "typecheck.py",
            "acceptances.py", "evaluate.py", "postinit.py", "precheck.py", "canonical.py", "effective.py", "cross.py",
            "optimizer_reader.py", "fp32_rule.py", "resolution.py", "kwargs.py", "build.py", "config_audit.py"]
-TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "tooling/fsutil.py", "tooling/pysource.py",
+TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "tooling/fsutil.py", "tooling/ast_tools.py",
+           "tooling/pysource.py",
            "tooling/archive.py",
            "tooling/enum_members.py", "tooling/string_values.py", "tooling/extract.py", "tooling/fetch.py", "tooling/refresh.py",
            "tooling/gate/__init__.py", "tooling/gate/candidate.py", "tooling/gate/policy.py", "tooling/gate/levels.py",

@@ -21,6 +21,7 @@ import re
 import warnings
 
 from ..errors import CandidateError, one_line, shown
+from .ast_tools import walk
 
 MIB = 1 << 20
 MAX_FILE_BYTES = 2 * MIB  # 9x the largest real file (222 KB)
@@ -73,34 +74,9 @@ class SourceBudget:
                                       f"tree nodes, over the {self.max_nodes}-node cap for one source{_RAISE}")
 
 
-def child_nodes(node: ast.AST) -> list:
-    """``ast.iter_child_nodes(node)`` as a list, without its generators (the surface scan's most frequent step)."""
-    out = []
-    for name in node._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
-            out.append(value)
-        elif type(value) is list:
-            out.extend(item for item in value if isinstance(item, ast.AST))
-    return out
-
-
 def count_nodes(tree: ast.AST) -> int:
-    """The nodes ``ast.walk(tree)`` yields, counted without its generators (this runs on every parsed file, so
-    the loop over the fields is child_nodes' written inline: a call per node doubles the count's time)."""
-    count, stack, node_type = 0, [tree], ast.AST
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, node_type):
-            continue
-        count += 1
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                stack.extend(value)
-            elif isinstance(value, node_type):
-                stack.append(value)
-    return count
+    """The nodes ``ast.walk(tree)`` yields (``ast_tools.walk``: this runs on every parsed file)."""
+    return len(walk(tree, ctx=True))
 
 
 def _label(label: str) -> str:

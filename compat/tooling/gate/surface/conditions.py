@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import json
 
-from ...pysource import child_nodes
+from ...ast_tools import child_nodes
 
 NOT = "!"
 _WIDTH = 80

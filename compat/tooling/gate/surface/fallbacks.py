@@ -25,8 +25,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ...ast_tools import dotted, statements
 from . import guards as g
-from .model import dotted, statements
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

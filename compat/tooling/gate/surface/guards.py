@@ -14,7 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from .model import dotted, statements
+from ...ast_tools import dotted, statements
 from .spelling import Lines, Spelling
 
 TRY = "try/except"

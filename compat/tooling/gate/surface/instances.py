@@ -27,7 +27,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from ....annotations import type_of
-from .model import dotted, init_method, statements
+from ...ast_tools import dotted, statements
+from .model import init_method
 
 INSTANCE = "instance of a megatron class"  # a Use's ``via``: the name before the last dot is the class
 ANNOTATED = "annotated as a megatron class"  # the same for a parameter: it may hold a subclass, which may add members

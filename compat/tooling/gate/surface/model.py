@@ -35,6 +35,7 @@ import re
 from pathlib import PurePosixPath
 
 from ....errors import CandidateError, shown
+from ...ast_tools import dotted, statements, walk
 from ...pysource import (
     MAX_FILE_BYTES,
     MAX_FILE_TOKENS,
@@ -77,21 +78,6 @@ def module_name(path: str) -> tuple[str, bool]:
         return ".".join(parts[:-1]), True
     stem = last.split(".", 1)[0]  # helpers_cpp.cpython-312-x86_64-linux-gnu.so -> helpers_cpp
     return ".".join(parts[:-1] + [stem]), False
-
-
-def dotted(node) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    kind = type(node)  # node types by identity: the parser makes no subclasses of them
-    if kind is ast.Name:
-        return node.id
-    parts = []
-    while kind is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-        kind = type(node)
-    if kind is ast.Name:
-        return ".".join([node.id] + parts[::-1])
-    return None
 
 
 def signature(args: ast.arguments) -> str:
@@ -350,39 +336,12 @@ def calls_in(node) -> list:
     by its class's ``self`` calls and by its own parameter calls."""
     found = node.__dict__.get("_compat_calls")
     if found is None:
-        found = node._compat_calls = _walk_calls(node)
+        found = node._compat_calls = walk(node, _CALLS, _NO_CALLS)
     return found
 
 
-def _walk_calls(node) -> list:
-    # child_nodes inlined (a call per node doubles the walk's time); what is not a node is skipped when taken.
-    # Names, constants and ``ctx`` markers hold no call: not queued (the calls' order is the same)
-    found, queue, index, node_type, call_type, leaves = [], [node], 0, ast.AST, ast.Call, _NO_CALLS
-    fields_of = WALKED_FIELDS
-    while index < len(queue):
-        current = queue[index]
-        index += 1
-        kind = type(current)
-        if kind in leaves or not isinstance(current, node_type):
-            continue
-        if isinstance(current, call_type):
-            found.append(current)
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
-        for name in fields:
-            value = getattr(current, name, None)
-            if type(value) is list:
-                queue.extend(value)
-            elif isinstance(value, node_type):
-                queue.append(value)
-    return found
-
-
-_NO_CALLS = frozenset({ast.Name, ast.Constant})
-# node type -> its fields but ``ctx`` (a Load/Store/Del marker: nothing below it), filled as walks meet types;
-# shared by the walks that read fields inline (calls_in here, project._walk_own_attributes)
-WALKED_FIELDS: dict = {}
+_CALLS = frozenset({ast.Call})
+_NO_CALLS = frozenset({ast.Name, ast.Constant})  # hold no call: nothing below them is walked
 
 
 def _param_calls(node) -> dict:
@@ -537,42 +496,6 @@ def _dataclass_fields(node: ast.ClassDef, class_kw_only: bool) -> str:
         fields.append(f"{stmt.target.id}:{int(info['default'])}:{int(info['init'])}:"
                       f"{int(kw_only if info['kw_only'] is None else info['kw_only'])}")
     return ",".join(fields)
-
-
-DEFS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
-COMPOUND = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,  # with blocks
-                      *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)), *DEFS})
-
-
-def statements(body: list, *, into_defs: bool = False):
-    """Every statement in a body, descending into compound statements, and into nested defs and classes only with
-    ``into_defs`` (expressions are not walked: this runs per file). In source order: a statement, then its body,
-    orelse, finalbody, handlers and cases. A stack of iterators, not nested generators: a yield costs the same
-    however deep the statement is."""
-    stack = [iter(body)]
-    while stack:
-        for stmt in stack[-1]:
-            yield stmt
-            kind = type(stmt)
-            if kind not in COMPOUND or (not into_defs and kind in DEFS):
-                continue
-            nested = _blocks(stmt)
-            if nested:
-                stack.append(iter(nested))
-                break
-        else:
-            stack.pop()
-
-
-def _blocks(stmt) -> list:
-    """The statements directly in a compound statement's blocks, in statements' order."""
-    nested = [*(getattr(stmt, "body", None) or ()), *(getattr(stmt, "orelse", None) or ()),
-              *(getattr(stmt, "finalbody", None) or ())]
-    for handler in getattr(stmt, "handlers", None) or ():
-        nested += handler.body
-    for case in getattr(stmt, "cases", None) or ():
-        nested += case.body
-    return nested
 
 
 def _instance_attributes(node: ast.ClassDef) -> set[str]:

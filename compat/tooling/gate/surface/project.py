@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ....errors import CandidateError, CompatError
 from ...archive import read_file
-from ...pysource import SourceUnparsableError, child_nodes, parse_source
+from ...ast_tools import COMPOUND, DEFS, child_nodes, dotted, statements, walk
+from ...pysource import SourceUnparsableError, parse_source
 from . import guards as g
 from .fallbacks import optional_imports, protecting
 from .forwarding import (
@@ -32,7 +33,7 @@ from .forwarding import (
 )
 from .instances import PROJECT_CLASS, bound_names, bound_once, held_attributes, held_path, scope_instances, walrus_in
 from .line_starts import line_start_matches
-from .model import COMPOUND, DEFS, PARAMS, VARARGS, VARKW, WALKED_FIELDS, dotted, parse_signature, signature, statements
+from .model import PARAMS, VARARGS, VARKW, parse_signature, signature
 from .pool import map_in_workers
 from .project_classes import (
     BASES,
@@ -1225,43 +1226,30 @@ def _own_attributes(node: ast.ClassDef) -> frozenset[str]:
     return found
 
 
+_OWN_KINDS = frozenset({ast.Name, ast.Attribute, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Call})
+_NAMES_AND_CONSTANTS = frozenset({ast.Name, ast.Constant})  # nothing below them
+
+
 def _walk_own_attributes(node: ast.ClassDef) -> set[str]:
-    # every node of the class, in no particular order (a set is built): the fields read inline, as in
-    # pysource.count_nodes, since this runs on every closed class of every scanned file
+    # every node of the class that may set or define a name (a set is built: the order does not matter)
     names: set[str] = set()
-    stack, node_type, load, fields_of = [node], ast.AST, ast.Load, WALKED_FIELDS
-    while stack:
-        sub = stack.pop()
+    load = ast.Load
+    for sub in walk(node, _OWN_KINDS, _NAMES_AND_CONSTANTS):
         kind = type(sub)
-        if kind is ast.Name:
+        if kind is ast.Name or kind is ast.Attribute:
             if type(sub.ctx) is not load:
-                names.add(sub.id)
-            continue  # nothing below a name or a constant
-        if kind is ast.Constant:
-            continue
-        if kind is ast.Attribute:
-            if type(sub.ctx) is not load:
-                names.add(sub.attr)
-        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                names.add(sub.id if kind is ast.Name else sub.attr)
+        elif kind is not ast.Call:
             if sub is not node:
                 names.add(sub.name)
-        elif kind is ast.Call and (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer",
-                                                                             "register_parameter", "add_module"):
+        elif (dotted(sub.func) or "").split(".")[-1] in ("setattr", "register_buffer", "register_parameter",
+                                                          "add_module"):
             first = sub.args[1] if dotted(sub.func) == "setattr" and len(sub.args) > 1 else (
                 sub.args[0] if sub.args else None)
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
             else:
                 names.add(COMPUTED)
-        fields = fields_of.get(kind)
-        if fields is None:
-            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
-        for attr in fields:
-            value = getattr(sub, attr, None)
-            if type(value) is list:
-                stack.extend([item for item in value if isinstance(item, node_type)])
-            elif isinstance(value, node_type):
-                stack.append(value)
     return names
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from ...ast_tools import dotted, statements
 from .instances import bound_names, bound_once
-from .model import dotted, signature, statements
+from .model import signature
 
 FACTORY, METHOD, DEF = "factory", "method", "def"
 RETURNS, FORWARDS, DEFINED = "returns", "forwards", "defined"

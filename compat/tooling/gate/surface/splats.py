@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 
+from ...ast_tools import dotted
 from .instances import Counts, bound_names
-from .model import dotted
 
 Keys = dict  # name -> ((key, line), ...)
 
