@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Imports of megatron: ``import megatron.core.x`` (a ``module`` use) and ``from megatron.core.x import Y`` (the
+module, and an ``import`` use of each name)."""
+from __future__ import annotations
+
+import ast
+
+from ..definitions import is_megatron
+from ..rule import Rule
+
+RULE = Rule("imports", "import statements of megatron modules and names", ("module", "import"),
+            "from megatron.core import parallel_state\nimport megatron.core.tensor_parallel as tp",
+            "a project's own megatron packages (megatron.bridge: a project module like any other)")
+
+
+def visit_import(scan, s) -> None:
+    if isinstance(s, ast.Import):
+        for a in s.names:
+            if is_megatron(a.name, scan.own):
+                scan.record(s, (a.name,), "module")
+    elif s.level == 0 and is_megatron(s.module, scan.own):
+        scan.record(s, (s.module,), "module")
+        for a in s.names:
+            if a.name != "*":
+                scan.record(s, (f"{s.module}.{a.name}",), "import")
