@@ -51,6 +51,7 @@ TOOLING = ["tooling/__init__.py", "tooling/data_files.py", "tooling/text.py", "t
            "tooling/gate/surface/detectors/registrations.py", "tooling/gate/surface/detectors/specs.py",
            "tooling/gate/surface/detectors/class_values.py", "tooling/gate/surface/detectors/project_calls.py",
            "tooling/gate/surface/detectors/__init__.py", "tooling/gate/surface/scanner.py",
+           "tooling/gate/surface/reexports.py", "tooling/gate/surface/whole_project.py",
            "tooling/gate/surface/project.py", "tooling/gate/surface/scan_cache.py", "tooling/gate/surface/pool.py",
            "tooling/gate/surface/check.py",
            "tooling/gate/surface/overrides.py", "tooling/gate/surface/release_gate.py",

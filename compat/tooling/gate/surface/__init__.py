@@ -8,6 +8,8 @@ its guards: the files and the rounds over them), ``scanner`` (one file's scan: s
 ``bindings`` (what one scope binds), ``scopes`` (the scanner's frames), ``branch_guards`` (what a conditional
 guards), ``detectors`` (what is a use, one module per rule family), ``rule`` (how a detector describes itself),
 ``uses`` (the record of one use), ``definitions`` (what a file defines: functions, methods, classes),
+``reexports`` (classes named through another module), ``whole_project`` (the deferred phase, once every file
+is scanned),
 ``scan_cache`` and ``pool`` (warm and parallel scans), ``spelling`` and ``line_starts`` (which lines can matter),
 ``guards``, ``fallbacks`` and ``swallowed`` (what protects a use), ``instances``, ``annotated`` and
 ``project_classes`` (what a name holds), ``splats``, ``forwarding`` and ``providers`` (keywords and callbacks that

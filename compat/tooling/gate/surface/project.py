@@ -5,6 +5,10 @@ A use is an import (module or name), an attribute chain off an imported name or 
 (``mpu.get_x``, ``tp.gather``), a call of an imported callable or class (keywords, positional count,
 ``super().__init__`` of a megatron base, ``functools.partial``), or a ``getattr``/``hasattr`` probe. Names follow
 Python's scoping: imports inside functions, parameters and local assignments that shadow an import.
+
+This module finds and reads the project's files and runs the rounds of scans over them (``scan_project``); one
+file's scan is scanner.py's (with the detectors under detectors/), and what needs every file scanned first is the
+deferred phase, whole_project.py.
 """
 from __future__ import annotations
 
@@ -17,9 +21,8 @@ from ....errors import CandidateError, CompatError
 from ...archive import read_file
 from ...pysource import SourceUnparsableError, parse_source
 from . import guards as g
-from .definitions import module_functions, named_classes, partial_signature, project_callable, project_module
-from .forwarding import AMBIGUOUS, FORWARDER_WORDS, PROJECT_CALL, WORDS, add_forwarder, resolve_project_calls
-from .instances import PROJECT_CLASS
+from .definitions import partial_signature, project_module
+from .forwarding import FORWARDER_WORDS, WORDS
 from .line_starts import line_start_matches
 from .model import parse_signature
 from .pool import map_in_workers
@@ -30,12 +33,13 @@ from .project_classes import (
     base_names,
     descendants,
     megatron_subclass_names,
-    resolve_project_instances,
 )
-from .providers import defined, file_factories, settle, wanted, wanted_defs
+from .providers import settle
+from .reexports import REEXPORT_ROUNDS, Reexports
 from .scan_cache import FileScan, ScanCache, view_of
 from .scanner import FileScanner
 from .uses import SELF_ATTRIBUTE, SUPER_AFTER, Use
+from .whole_project import resolve_whole_project
 
 __all__ = ["MAX_FILE_BYTES", "MAX_FILES", "SELF_ATTRIBUTE", "SUPER_AFTER", "ProjectError", "ProjectScan", "Use",
            "own_packages", "parse_signature", "partial_signature", "project_module", "scan_project", "scan_source"]
@@ -148,7 +152,6 @@ def own_packages(relpaths) -> tuple:
 
 
 _FROM_IMPORT = re.compile(rb"from[ \t]+(\.*[\w.]*)[ \t]+import")  # at a line start: line_starts.py
-_REEXPORT_ROUNDS = 4  # re-exports through project modules, followed this many links deep
 
 
 def _module_names(rel: str) -> list[str]:
@@ -198,131 +201,148 @@ def scan_project(root, *, cache: bool = True) -> ProjectScan:
     root = Path(root)
     if not root.is_dir():
         raise ProjectError(f"project {str(root)!r} is not a directory")
-    files = list(_python_files(root))
-    own = own_packages(rel for rel, _ in files)
-    scan = ProjectScan(str(root), own_packages=list(own), sources=files)
-    store = ScanCache.open(root) if cache else ScanCache(None, None, None)
-    names_of = {rel: _module_names(rel) for rel, _ in files}
-    project_modules = {m for names in names_of.values() for m in names}
-    per_file: dict[str, FileScan] = {}
-    unparsed: set = set()
-    exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
-    importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
-    bases_of: dict[str, set] = {}  # rel -> the names its class lines subclass (project_classes.base_names)
-    total = 0
-    subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
-    forwards: dict = {}  # forwarding.py: key -> (megatron callee paths, signature), over every file
+    rounds = _Rounds(root, cache)
+    rounds.first_round(rounds.read_files())
+    rounds.reexport_rounds()
+    reexports = rounds.subclass_rounds()
+    resolve_whole_project(rounds, reexports, _read)
+    rounds.store.save()
+    return rounds.scan
 
-    def scan_one(rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
+
+class _Rounds:
+    """The project's files and the rounds of scans over them: the files that spell megatron, then those that import
+    what a scanned module re-exports, then those that use a project subclass of a megatron class or may subclass a
+    forwarder's class (each round's inputs are what the rounds before found)."""
+
+    def __init__(self, root: Path, cache: bool):
+        self.files = list(_python_files(root))
+        self.own = own_packages(rel for rel, _ in self.files)
+        self.scan = ProjectScan(str(root), own_packages=list(self.own), sources=self.files)
+        self.store = ScanCache.open(root) if cache else ScanCache(None, None, None)
+        self.names_of = {rel: _module_names(rel) for rel, _ in self.files}
+        self.per_file: dict[str, FileScan] = {}
+        self.unparsed: set = set()
+        self.exports: dict[str, dict] = {}  # project module -> {name: megatron paths}
+        self.importers: dict[str, tuple] = {}  # rel -> (data, project modules it imports from)
+        self.bases_of: dict[str, set] = {}  # rel -> the names its class lines subclass (project_classes.base_names)
+        self.subclassed: set[str] = set()  # every name written as a base of a class anywhere in the project
+        self.data_of: dict[str, bytes] = {}  # rel -> the bytes of each file a round may scan
+
+    def scan_one(self, rel: str, data: bytes, with_exports: dict, fresh=None) -> set:
         """Scan one file; the project modules whose exports that changed. A file scanned before with the same view
         of the exports it imports is not scanned again (the result would be the same), but its exports are still
         published again, as a new scan would. ``fresh``: the file's scan, made in a worker process."""
-        done = per_file.get(rel)
+        done = self.per_file.get(rel)
         if done is None or done.view != view_of(done.asked, with_exports) or _misses_words(done, data, with_exports):
             try:
-                done = _scan_file(rel, data, own, with_exports, store, fresh)
+                done = _scan_file(rel, data, self.own, with_exports, self.store, fresh)
             except CandidateError as exc:  # pysource: over a parse cap, or not valid Python
-                if rel not in unparsed:
-                    unparsed.add(rel)
+                if rel not in self.unparsed:
+                    self.unparsed.add(rel)
                     reason = "does not parse" if isinstance(exc, SourceUnparsableError) else "not parsed"
-                    scan.skipped.append((rel, f"{reason}: {exc}"))
+                    self.scan.skipped.append((rel, f"{reason}: {exc}"))
                 return set()
-            per_file[rel] = done
-        mine = done.exports
-        for module in names_of[rel]:
-            scan.classes.update({f"{module}.{name}": methods for name, methods in done.classes.items()})
-            scan.factories.update({f"{module}.{name}": (found, rel) for name, found in done.factories.items()})
-        changed = {name for name in names_of[rel] if mine and exports.get(name) != mine}
-        exports.update({name: mine for name in changed})
+            self.per_file[rel] = done
+        mine, names = done.exports, self.names_of[rel]
+        for module in names:
+            self.scan.classes.update({f"{module}.{name}": methods for name, methods in done.classes.items()})
+            self.scan.factories.update({f"{module}.{name}": (found, rel) for name, found in done.factories.items()})
+        changed = {name for name in names if mine and self.exports.get(name) != mine}
+        self.exports.update({name: mine for name in changed})
         return changed
 
-    first: list = []  # the first round (the files that spell megatron, read with no exports), in order, each
-    # with the count of files skipped before it was read (the skipped list keeps the order of one pass)
-    for rel, path in files:
-        data, total = _read(scan, rel, path, total)
-        if data is None:
-            continue
-        scan.files += 1
-        if b"class" in data:
-            bases_of[rel] = base_names(data)
-            subclassed |= bases_of[rel]
-        imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
-        if imported:
-            importers[rel] = (data, imported)
-        if b"megatron" in data:
-            first.append((rel, data, len(scan.skipped)))
-    fresh = _first_round_in_workers(first, own, store)
-    read_skips, scan.skipped, replayed = scan.skipped, [], 0
-    for (rel, data, skipped_before), result in zip(first, fresh):
-        scan.skipped += read_skips[replayed:skipped_before]
-        replayed = skipped_before
-        scan_one(rel, data, {}, result)
-    scan.skipped += read_skips[replayed:]
-    changed = set(exports)
-    for _round in range(_REEXPORT_ROUNDS):
-        now: set = set()
-        for rel, (data, imported) in importers.items():
-            names = {name for module in imported & changed for name in exports[module]}
-            if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
-                now |= scan_one(rel, data, exports)
-        changed = now
-        if not changed:
-            break
-    spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
-    searched: set[bytes] = set()  # the names every file not in spelled was searched for
-    data_of = {rel: data for rel, data, _skipped in first} | {rel: data for rel, (data, _imported) in importers.items()}
-    reexports = _Reexports(names_of, data_of.get, own)
-    for _round in range(_REEXPORT_ROUNDS):  # files that never say megatron but use a project subclass of its class,
-        # or may subclass a class whose method forwards **kwargs to megatron (and so redefine that method, or
-        # call it with keywords: a forwarder's method names are words the scan of such a file looks for)
-        reexports.resolve(scan.classes)
-        closed, subclassed_only = megatron_subclass_names(scan.classes, subclassed)
-        methods = [key.rsplit(".", 1) for done in per_file.values() for key in done.forwarded]
-        forwarder_classes = {origin for origin, _method in methods if origin in scan.classes}
+    def read_files(self) -> list:
+        """Read every file once; the first round: the files that spell megatron, in order, each with the count of
+        files skipped before it was read (the skipped list keeps the order of one pass)."""
+        project_modules = {m for names in self.names_of.values() for m in names}
+        first: list = []
+        total = 0
+        for rel, path in self.files:
+            data, total = _read(self.scan, rel, path, total)
+            if data is None:
+                continue
+            self.scan.files += 1
+            if b"class" in data:
+                self.bases_of[rel] = base_names(data)
+                self.subclassed |= self.bases_of[rel]
+            imported = _from_modules(data, rel) & project_modules if b"import" in data else set()
+            if imported:
+                self.importers[rel] = (data, imported)
+            if b"megatron" in data:
+                first.append((rel, data, len(self.scan.skipped)))
+        self.data_of = {rel: data for rel, data, _skipped in first} | {
+            rel: data for rel, (data, _imported) in self.importers.items()}
+        return first
+
+    def first_round(self, first: list) -> None:
+        """The files that spell megatron, read with no exports (scanned in worker processes where that pays)."""
+        scan = self.scan
+        fresh = _first_round_in_workers(first, self.own, self.store)
+        read_skips, scan.skipped, replayed = scan.skipped, [], 0
+        for (rel, data, skipped_before), result in zip(first, fresh):
+            scan.skipped += read_skips[replayed:skipped_before]
+            replayed = skipped_before
+            self.scan_one(rel, data, {}, result)
+        scan.skipped += read_skips[replayed:]
+
+    def reexport_rounds(self) -> None:
+        """The files that import a name a scanned module re-exports, a few links deep."""
+        changed = set(self.exports)
+        for _round in range(REEXPORT_ROUNDS):
+            now: set = set()
+            for rel, (data, imported) in self.importers.items():
+                names = {name for module in imported & changed for name in self.exports[module]}
+                if any(name.encode() in data for name in names):  # it may import one of them (else nothing changes)
+                    now |= self.scan_one(rel, data, self.exports)
+            changed = now
+            if not changed:
+                break
+
+    def subclass_rounds(self) -> Reexports:
+        """Files that never say megatron but use a project subclass of its class, or may subclass a class whose
+        method forwards **kwargs to megatron (and so redefine that method, or call it with keywords: a forwarder's
+        method names are words the scan of such a file looks for)."""
+        spelled: dict[str, frozenset] = {}  # rel -> its identifiers, read once for all rounds
+        searched: set[bytes] = set()  # the names every file not in spelled was searched for
+        reexports = Reexports(self.names_of, self.data_of.get, self.own)
+        for _round in range(REEXPORT_ROUNDS):
+            reexports.resolve(self.scan.classes)
+            closed, subclassed_only = megatron_subclass_names(self.scan.classes, self.subclassed)
+            used = closed | self.forwarder_subclasses()
+            wanted = {name.encode() for name in used}
+            if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
+                # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a
+                # substring); a file left out holds none of the names searched so far, so a later round searches
+                # only new ones
+                somewhere = _any_substring(wanted - searched)
+                spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in self.importers.items()
+                               if rel not in spelled and rel not in self.per_file and rel not in self.unparsed
+                               and somewhere.search(data))
+                searched |= wanted
+            more = [(rel, data) for rel, (data, _imported) in self.importers.items()
+                    if rel not in self.per_file and rel not in self.unparsed
+                    and (spelled.get(rel, frozenset()) & wanted or self.bases_of.get(rel, set()) & subclassed_only)]
+            for rel, data in more:
+                self.scan_one(rel, data, self.exports)
+            if not more:
+                break
+        reexports.resolve(self.scan.classes)
+        return reexports
+
+    def forwarder_subclasses(self) -> set:
+        """The names of the project classes below a forwarder's class; the files that subclass one are read again
+        where they were read before the forwarders' method names were known (exports[FORWARDER_WORDS])."""
+        classes = self.scan.classes
+        methods = [key.rsplit(".", 1) for done in self.per_file.values() for key in done.forwarded]
+        forwarder_classes = {origin for origin, _method in methods if origin in classes}
         # self.method(...) of a forwarder is read in a class below its class; a dunder is not called that way
-        exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({method for origin, method in methods if origin in
-                                                         forwarder_classes and not method.startswith("__")}))}
-        below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, scan.classes)}
-        used = closed | below
-        for rel in [rel for rel in per_file if bases_of.get(rel, set()) & below]:
-            scan_one(rel, data_of[rel], exports)  # read again where it was read before those words were known
-        wanted = {name.encode() for name in used}
-        if wanted - searched:  # the identifiers of a file not scanned yet, read the first time a round needs
-            # them, only where its bytes hold a name somewhere (a whole token equal to a name is such a substring);
-            # a file left out holds none of the names searched so far, so a later round searches only new ones
-            somewhere = _any_substring(wanted - searched)
-            spelled.update((rel, _identifiers(data)) for rel, (data, _imported) in importers.items()
-                           if rel not in spelled and rel not in per_file and rel not in unparsed
-                           and somewhere.search(data))
-            searched |= wanted
-        more = [(rel, data) for rel, (data, _imported) in importers.items()
-                if rel not in per_file and rel not in unparsed
-                and (spelled.get(rel, frozenset()) & wanted or bases_of.get(rel, set()) & subclassed_only)]
-        for rel, data in more:
-            scan_one(rel, data, exports)
-        if not more:
-            break
-    reexports.resolve(scan.classes)
-    for rel, _path in files:
-        done = per_file.get(rel)
-        if done is not None and done.uses:
-            # uses of project classes and functions alone do not make a file one that uses megatron
-            scan.megatron_files += any(u.via not in (PROJECT_CLASS, PROJECT_CALL) for u in done.uses)
-            scan.uses.extend(done.uses)
-        if done is not None:
-            scan.sets |= done.sets
-            for key, entry in done.forwarded.items():
-                if entry == AMBIGUOUS:
-                    forwards[key] = AMBIGUOUS
-                else:
-                    add_forwarder(forwards, key, *entry)
-    _factories_not_scanned(scan, files, names_of, per_file, unparsed)
-    reexports.alias({u.spec[1] for u in scan.uses if u.spec} | {u.name.rpartition(".")[0] for u in scan.uses
-                                                                 if u.via == PROJECT_CLASS}, scan.classes)
-    scan.uses = settle(resolve_project_calls(resolve_project_instances(scan.uses, scan.classes, scan.sets, subclassed),
-                                             forwards, scan.classes), scan.factories, scan.method)
-    store.save()
-    return scan
+        self.exports[FORWARDER_WORDS] = {WORDS: tuple(sorted({method for origin, method in methods if origin in
+                                                              forwarder_classes and not method.startswith("__")}))}
+        below = {origin.rpartition(".")[2] for origin in descendants(forwarder_classes, classes)}
+        for rel in [rel for rel in self.per_file if self.bases_of.get(rel, set()) & below]:
+            self.scan_one(rel, self.data_of[rel], self.exports)
+        return below
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -340,97 +360,11 @@ def _any_substring(words: set[bytes]) -> re.Pattern:
     return re.compile(b"|".join(re.escape(word) for word in sorted(words)))
 
 
-def _factories_not_scanned(scan: ProjectScan, files: list, names_of: dict, per_file: dict, unparsed: set) -> None:
-    """The factories (providers.py) of project modules a provider comes from that were not scanned (they do not
-    spell megatron): parsed now, only those."""
-    missing = {target.rpartition(".")[0] for target in wanted(scan.uses) if target not in scan.factories}
-    # a replacement's def is read wherever it is, scanned file or not (the scan keeps no plain def's line)
-    defs: dict = {}
-    for target in wanted_defs(scan.uses):
-        if target not in scan.factories:
-            module, _, name = target.rpartition(".")
-            defs.setdefault(module, set()).add(name)
-    skipped = {rel for rel, _why in scan.skipped}
-    for rel, path in files if missing else ():  # wanted() names the DEF targets too: their modules are in missing
-        modules = set(names_of[rel])
-        if rel in unparsed or rel in skipped or not missing & modules or (rel in per_file and not set(defs) & modules):
-            continue
-        data, _total = _read(scan, rel, path, 0)
-        try:
-            tree = parse_source(data, rel) if data is not None else None
-        except CandidateError:
-            continue
-        if tree is None:
-            continue
-        found = file_factories(tree.body, module_functions(tree.body), project_callable, named_classes(
-            tree, *project_module(rel), tuple(scan.own_packages))) if rel not in per_file else {}
-        for module in modules:
-            scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in found.items()})
-            plain = defined(tree.body, defs.get(module, set()))
-            scan.factories.update({f"{module}.{name}": (answer, rel) for name, answer in plain.items()
-                                   if f"{module}.{name}" not in scan.factories})
-
-
 def _misses_words(done: FileScan, data: bytes, exports: dict) -> bool:
     """A file scanned without the forwarders' method names (forwarding.FORWARDER_WORDS) that calls one of them."""
     words = (exports.get(FORWARDER_WORDS) or {}).get(WORDS)
     return bool(words) and (FORWARDER_WORDS, WORDS) not in done.asked and any(
         b"." + word.encode() + b"(" in data for word in words)
-
-
-class _Reexports:
-    """Project classes named through a module that imports them (``from pkg.core import Bridge``, where
-    ``pkg/core/__init__.py`` has ``from .bridge import Bridge``): the key of the module that defines the class, a
-    few links deep. A module is read (bounded, parsed once) only when a base names a class through it."""
-
-    def __init__(self, names_of: dict, data_of, own: tuple):
-        owners: dict[str, set] = {}
-        for rel, names in names_of.items():
-            for name in names:
-                owners.setdefault(name, set()).add(rel)
-        self.file_of = {name: next(iter(rels)) for name, rels in owners.items() if len(rels) == 1}
-        self.data_of, self.own = data_of, own
-        self.named: dict[str, dict] = {}  # rel -> _named_classes of it ({} when it cannot be read)
-
-    def follow(self, key: str, classes: dict) -> str | None:
-        for _ in range(_REEXPORT_ROUNDS):
-            if key in classes:
-                return key
-            module, _, name = key.rpartition(".")
-            rel = self.file_of.get(module)
-            if rel is None:
-                return None
-            if rel not in self.named:
-                data = self.data_of(rel)
-                try:
-                    tree = parse_source(data, rel) if data is not None else None
-                except CandidateError:
-                    tree = None
-                self.named[rel] = named_classes(tree, *project_module(rel), self.own) if tree is not None else {}
-            found = self.named[rel].get(name)
-            if found is None or found == key:
-                return None
-            key = found
-        return key if key in classes else None
-
-    def alias(self, keys, classes: dict) -> None:
-        """Make each of ``keys`` (project classes the uses name: a spec's class, an instance's) that names a class
-        through another module a key of that class's entry."""
-        for key in keys:
-            if key and key not in classes:
-                found = self.follow(key, classes)
-                if found is not None:
-                    classes[key] = classes[found]
-
-    def resolve(self, classes: dict) -> None:
-        """Rewrite, in ``classes``, each base named through another module to the key of its defining module."""
-        for key, entry in list(classes.items()):
-            bases = entry[BASES]
-            if not any(b and b not in classes for b in bases):
-                continue
-            resolved = tuple(b if not b or b in classes else (self.follow(b, classes) or b) for b in bases)
-            if resolved != tuple(bases):
-                classes[key] = {**entry, BASES: resolved}
 
 
 def _scan_file(rel: str, data: bytes, own: tuple, exports: dict, store: ScanCache, fresh=None) -> FileScan:
