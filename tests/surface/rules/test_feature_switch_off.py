@@ -89,3 +89,24 @@ def test_except_importerror_or_modulenotfounderror_is_an_importerror_guard(surfa
     first, second = surface_report({"app/__init__.py": "", "app/only.py": source}, CANDIDATE).findings
     assert first.guarded and first.guard.startswith("try/except ImportError (line 2)")
     assert not second.guarded  # catches ValueError only
+
+
+def test_conditional_expressions_and_asserts_are_tests_of_the_flag(surface_report):
+    source = """
+        try:
+            from megatron.core.utils import removed_helper, removed_norm
+            HAVE_TE = True
+        except ImportError:
+            removed_norm = None
+            HAVE_TE = False
+        NORM = removed_norm if HAVE_TE else "plain"
+
+
+        def build():
+            assert HAVE_TE, "needs TE"
+            return removed_helper()
+        """
+    finding = surface_report({"app/__init__.py": "", "app/spec.py": source}, CANDIDATE).findings[0]
+    assert ("with HAVE_TE off, the project skips app/spec.py:8 `HAVE_TE` (takes `'plain'`), app/spec.py:12 "
+            "`HAVE_TE` (the rest of its block; without it, it stops)") in finding.guard
+    assert finding.guard.endswith("nothing in the project tests removed_norm")

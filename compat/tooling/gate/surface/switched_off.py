@@ -54,14 +54,16 @@ def _describe(files: _Files, rel: str, line: int) -> str:
                 None) if tree is not None else None
     if node is None:
         return ""
-    parts = []
+    parts, untested = [], []
     for flag in g.disabled_names(node.handlers):
         sites = files.switch_sites(flag, rel)
         if not sites:
-            parts.append(f"nothing in the project tests {flag}")
+            untested.append(flag)
             continue
         shown = ", ".join(sites[:MAX_SITES]) + (f" and {len(sites) - MAX_SITES} more" if len(sites) > MAX_SITES else "")
         parts.append(f"with {flag} off, the project skips {shown}")
+    if untested:
+        parts.append(f"nothing in the project tests {', '.join(untested)}")
     return "; ".join(parts)
 
 
@@ -146,21 +148,28 @@ def _reads(test, spelled: set) -> bool | None:
 
 
 def _tests_of(tree: ast.Module, spelled: set) -> list[tuple]:
-    """(node, test source, what runs only with the flag on) for each ``if``/``while`` reading the flag."""
+    """(node, test source, what runs only with the flag on) for each ``if``, ``while``, conditional expression and
+    ``assert`` reading the flag, in line order."""
     out = []
-    for node in statements(tree.body, into_defs=True):
-        if not isinstance(node, (ast.If, ast.While)):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            if _reads(node.test, spelled):
+                out.append((node, ast.unparse(node.test), "the rest of its block; without it, it stops"))
+            continue
+        if not isinstance(node, (ast.If, ast.While, ast.IfExp)):
             continue
         on = _reads(node.test, spelled)
         if on is None:
             continue
+        if isinstance(node, ast.IfExp):
+            out.append((node, ast.unparse(node.test), f"takes `{ast.unparse(node.orelse if on else node.body)}`"))
+            continue
         branch = node.body if on else node.orelse
         if not on and not branch and g.exits(node.body):  # ``if not flag: raise``: the rest of the block needs it
             out.append((node, ast.unparse(node.test), "the rest of its block; without it, it stops"))
-            continue
-        if branch:
+        elif branch:
             out.append((node, ast.unparse(node.test), _held(branch)))
-    return out
+    return sorted(out, key=lambda site: (site[0].lineno, site[0].col_offset))
 
 
 def _held(body: list) -> str:
