@@ -18,7 +18,9 @@ HOW_TO_UPDATE = ("if the change is intended, run `python -m tools.golden_finding
 def test_the_gate_reports_the_golden_findings(case):
     # the wheel and model caches are isolated by tests/conftest.py (MCORE_COMPAT_CACHE, MCORE_COMPAT_STATE)
     diff = golden.differences(golden.expected(golden.CASES_DIR / case), golden.run_case(golden.CASES_DIR / case))
-    assert not diff, f"{case}: the findings changed ({HOW_TO_UPDATE.format(case=case)}):\n" + "\n".join(diff)
+    if diff:
+        pytest.fail(f"{case}: the findings changed ({HOW_TO_UPDATE.format(case=case)}):\n" + "\n".join(diff),
+                    pytrace=False)
 
 
 def test_a_changed_finding_is_reported_as_a_difference():
@@ -48,3 +50,10 @@ def test_every_case_has_its_files_and_says_what_it_exercises():
         if not findings:
             empty.append(case)
     assert len(empty) <= 2, f"cases reporting nothing: {empty}"
+
+
+def test_the_regeneration_tool_agrees_and_refuses_an_unknown_case(capsys):
+    assert golden.main(["call_signatures", "probes"]) == 0
+    assert "every case agrees" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        golden.main(["no_such_case"])
