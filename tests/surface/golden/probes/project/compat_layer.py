@@ -15,3 +15,9 @@ def init():
         init_model_parallel(2, use_sharp=True)
     else:
         init_model_parallel(2)
+
+
+def rank_or_group():
+    if hasattr(parallel_state, "get_data_parallel_rank"):
+        return parallel_state.get_data_parallel_rank()
+    return parallel_state.get_old_group()
