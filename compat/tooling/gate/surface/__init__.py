@@ -9,9 +9,9 @@ its guards: the files and the rounds over them), ``scanner`` (one file's scan: s
 guards), ``detectors`` (what is a use, one module per rule family), ``rule`` (how a detector describes itself),
 ``uses`` (the record of one use), ``definitions`` (what a file defines: functions, methods, classes),
 ``reexports`` (classes named through another module), ``whole_project`` (the deferred phase, once every file
-is scanned),
-``scan_cache`` and ``pool`` (warm and parallel scans), ``spelling`` and ``line_starts`` (which lines can matter),
-``guards``, ``fallbacks`` and ``swallowed`` (what protects a use), ``instances``, ``annotated`` and
+is scanned), ``scan_cache`` and ``pool`` (warm and parallel scans), ``spelling`` and ``line_starts`` (which lines
+can matter), ``kinds`` (finding and guard kinds), ``guards``, ``fallbacks`` and ``swallowed`` (what protects a use),
+``switched_off`` (what a feature an ImportError handler turns off takes with it), ``instances``, ``annotated`` and
 ``project_classes`` (what a name holds), ``splats``, ``forwarding`` and ``providers`` (keywords and callbacks that
 reach megatron through the project). Together: ``check`` (uses x model -> findings), ``overrides`` (project
 subclasses and replacements against megatron's calls), ``release_gate`` (one candidate, with history),

@@ -11,20 +11,21 @@ from . import guards as g
 from .annotated import ANNOTATED_READ, ProjectNames, lacks_everywhere
 from .forwarding import PROJECT_CALL
 from .instances import ANNOTATED, INSTANCE, PROJECT_CLASS
+from .kinds import FindingKind
 from .lookup import OPAQUE, Surface, Target
 from .model import PARAMS, VARARGS, VARKW
 from .project import SELF_ATTRIBUTE, SUPER_AFTER
 
-MISSING_MODULE = "missing module"
-MISSING_NAME = "missing name"
-MISSING_MEMBER = "missing member"
-UNEXPECTED_KEYWORD = "unexpected keyword"
-MISSING_REQUIRED = "missing required argument"
-TOO_MANY_POSITIONAL = "too many positional arguments"
-OVERRIDE = "override signature"  # megatron calls a project override with what it cannot take
-GIVEN_TWICE = "argument given twice"  # a positional argument now lands on a parameter also passed by keyword
-DEPRECATED = "deprecated"
-NOT_SHIPPED = "not shipped in the wheel"
+MISSING_MODULE = FindingKind.MISSING_MODULE
+MISSING_NAME = FindingKind.MISSING_NAME
+MISSING_MEMBER = FindingKind.MISSING_MEMBER
+UNEXPECTED_KEYWORD = FindingKind.UNEXPECTED_KEYWORD
+MISSING_REQUIRED = FindingKind.MISSING_REQUIRED
+TOO_MANY_POSITIONAL = FindingKind.TOO_MANY_POSITIONAL
+OVERRIDE = FindingKind.OVERRIDE
+GIVEN_TWICE = FindingKind.GIVEN_TWICE
+DEPRECATED = FindingKind.DEPRECATED
+NOT_SHIPPED = FindingKind.NOT_SHIPPED
 BREAKING = (MISSING_MODULE, MISSING_NAME, MISSING_MEMBER, UNEXPECTED_KEYWORD, MISSING_REQUIRED, TOO_MANY_POSITIONAL,
             GIVEN_TWICE, OVERRIDE)
 _RAISES = {MISSING_MODULE: "import", MISSING_NAME: "import", MISSING_MEMBER: "attribute",
@@ -57,6 +58,7 @@ class Finding:
     on_against: bool | None = None  # fails the same way on the --against release (None: no --against)
     _use: object = field(default=None, repr=False, compare=False)  # the project Use (for history)
     _failure: Failure | None = field(default=None, repr=False, compare=False)
+    _guard: tuple | None = field(default=None, repr=False, compare=False)  # the guard tuple behind ``guard``
 
     @property
     def breaks(self) -> bool:
@@ -206,6 +208,12 @@ def _params(surface: Surface, sig: dict) -> _Params:
 
 def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> str | None:
     """Why the failure is protected (``try/except ImportError (line 12)``), or None when it would raise."""
+    found = protection(use, kind, failing, wanted, surface)
+    return found[0] if found else None
+
+
+def protection(use, kind: str, failing: str, wanted: str, surface: Surface) -> tuple[str, tuple] | None:
+    """The guard that protects the failure, as (its text, the guard tuple), or None when it would raise."""
     raised = _RAISES.get(kind)
     if use.how in ("attribute", "call", "probe") and kind in (MISSING_MODULE, MISSING_NAME):
         raised = "attribute"  # a missing name met through an attribute chain raises AttributeError
@@ -217,16 +225,16 @@ def _guard_of(use, kind: str, failing: str, wanted: str, surface: Surface) -> st
         if gkind in (g.FALLBACK, g.PROBE_ELSE):
             if detail and all(_resolves(surface, name) for name in detail):
                 what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
-                return f"{gkind} that is not taken: {what} at line {line} resolve"
+                return f"{gkind} that is not taken: {what} at line {line} resolve", guard
             continue
         if gkind == g.PROBE_TAKEN and detail and not all(_resolves(surface, name) for name in detail):
-            return f"{gkind} that is not taken: the probe at line {line} finds nothing here"
+            return f"{gkind} that is not taken: the probe at line {line} finds nothing here", guard
         if gkind == g.COMPARED and detail and not all(_can_equal(surface, name) for name in detail):
             return (f"{gkind} that is never true here: {', '.join(sorted(detail))} (line {line}) is missing or no "
-                    "member of its enum in the candidate")
+                    "member of its enum in the candidate"), guard
         if g.catches(guard, raised, names):
             what = gkind if gkind != g.TRY else f"{gkind} {', '.join(sorted(detail)).replace('*', 'any exception')}"
-            return what + (f" (line {line})" if line else "") + (f"; {note}" if note else "")
+            return what + (f" (line {line})" if line else "") + (f"; {note}" if note else ""), guard
     return None
 
 
@@ -273,7 +281,8 @@ def check(scan, surface: Surface) -> list[Finding]:
             if more and _project_lacks(more[0], names, surface):
                 use, failures = read, more
         for failure in failures:
-            guard = _guard_of(use, failure.kind, failure.name, failure.wanted, surface)
+            found = protection(use, failure.kind, failure.name, failure.wanted, surface)
+            guard = found[0] if found else None
             first = import_failures.get((use.path, failure.name))
             through = use.how in ("attribute", "call") and use.name.startswith(failure.name + ".")
             folds = use.how not in ("module", "import") if first is not None and first.use in ("module", "import") \
@@ -289,7 +298,8 @@ def check(scan, surface: Surface) -> list[Finding]:
             if key in findings or (here is not None and here.below(failure.name, ".")):
                 continue  # a.b is missing on this line: a.b.c is not reported as well
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
-                              failure.detail, use=use.how, _use=use, _failure=failure)
+                              failure.detail, use=use.how, _use=use, _failure=failure,
+                              _guard=found[1] if found else None)
             findings[key] = finding
             failing_at.setdefault((use.path, line), _Names()).add(failure.name)
             if use.how in ("module", "import") or use.name == failure.name:

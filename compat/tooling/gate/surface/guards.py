@@ -15,24 +15,25 @@ import re
 from dataclasses import dataclass
 
 from ...ast_tools import dotted, statements
+from .kinds import GuardKind
 from .spelling import Lines, Spelling
 
-TRY = "try/except"
-VERSION = "version check"
-PROBE = "hasattr/getattr probe"
-SIGNATURE = "inspect.signature check"
-FLAG = "feature flag"
-AVAILABILITY = "availability check"
-TYPE_CHECKING = "TYPE_CHECKING"
-DEAD = "dead code"
-FALLBACK = "fallback of a try/except ImportError"
-PROBE_ELSE = "fallback of a hasattr/getattr probe"
-PROBE_TAKEN = "branch of a hasattr/getattr probe"  # runs only where the probed names exist
-COMPUTED_SET = "computed setattr"  # an instance's class may set any name on itself (project_classes.py)
-COMPARED = "branch of a comparison with a megatron member"  # ``x == E.m``: runs only where E.m can equal x
-REBOUND = "name the fallback of a try/except ImportError binds again"  # fallbacks.py
-OPTIONAL = "optional import whose availability the file checks"  # fallbacks.py
-SWITCHED = "optional import under a feature switch"  # fallbacks.py
+TRY = GuardKind.TRY
+VERSION = GuardKind.VERSION
+PROBE = GuardKind.PROBE
+SIGNATURE = GuardKind.SIGNATURE
+FLAG = GuardKind.FLAG
+AVAILABILITY = GuardKind.AVAILABILITY
+TYPE_CHECKING = GuardKind.TYPE_CHECKING
+DEAD = GuardKind.DEAD
+FALLBACK = GuardKind.FALLBACK
+PROBE_ELSE = GuardKind.PROBE_ELSE
+PROBE_TAKEN = GuardKind.PROBE_TAKEN
+COMPUTED_SET = GuardKind.COMPUTED_SET
+COMPARED = GuardKind.COMPARED
+REBOUND = GuardKind.REBOUND
+OPTIONAL = GuardKind.OPTIONAL
+SWITCHED = GuardKind.SWITCHED
 
 _CATCH_ALL = {"Exception", "BaseException"}
 IMPORT_FAILURES = frozenset({"*", "ImportError", "ModuleNotFoundError"})  # handler names that catch a failed import
@@ -257,14 +258,21 @@ def _bool_assignments(body: list) -> dict[str, bool]:
     return out
 
 
-def disabled_by(handlers) -> list[str]:
-    """What an ``except ImportError:`` handler turns off: ``X = False`` / ``X = None`` at its top level."""
-    out = []
+def _disabling(handlers):
     for handler in handlers:
         for s in handler.body:
             if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value in (False, None):
-                out += [f"{t.id} = {s.value.value}" for t in s.targets if isinstance(t, ast.Name)]
-    return out
+                yield from ((t.id, s.value.value) for t in s.targets if isinstance(t, ast.Name))
+
+
+def disabled_by(handlers) -> list[str]:
+    """What an ``except ImportError:`` handler turns off: ``X = False`` / ``X = None`` at its top level."""
+    return [f"{name} = {value}" for name, value in _disabling(handlers)]
+
+
+def disabled_names(handlers) -> list[str]:
+    """The names of ``disabled_by``: the flags (or fallback names) a feature switch would test."""
+    return list(dict.fromkeys(name for name, _value in _disabling(handlers)))
 
 
 def import_flags(tree: ast.Module, every: list | None = None) -> dict[str, ImportFlag]:

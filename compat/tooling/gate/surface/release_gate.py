@@ -16,6 +16,7 @@ from .lookup import Surface
 from .overrides import check_call_sites, check_inherited, check_overrides, previous_release
 from .project import ProjectScan, scan_project
 from .swallowed import mark_swallowed
+from .switched_off import name_what_turns_off
 
 _NAME_KINDS = (c.MISSING_MODULE, c.MISSING_NAME, c.MISSING_MEMBER, c.NOT_SHIPPED)
 _BARE_VERSION = re.compile(r"^\s*v?\d+(\.\d+)*\S*\s*$")
@@ -163,6 +164,7 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     overrides += call_sites
     findings = mark_swallowed(sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
                                      key=lambda f: (f.path, f.line, f.name)), scan.sources)
+    findings = name_what_turns_off(findings, scan.sources)
     enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
            shipped=shipped)
     mark_against(findings, baseline, scan.uses)

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from ....errors import CompatError
 from ...archive import read_file
+from .kinds import GuardKind
 from .line_starts import line_start_matches
 from .project import MAX_FILE_BYTES, project_module
 
-SWALLOWED = "module that does not import here"
+SWALLOWED = GuardKind.SWALLOWED
 
 
 def mark_swallowed(findings: list, sources: list) -> list:

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a feature an ImportError handler turns off takes with it, named in the guard of the import that fails.
+
+``try: from megatron.core... import X / except ImportError: megatron_available = False`` keeps the import from
+raising, so the finding is guarded; but where the import fails, everything the project runs under
+``if megatron_available:`` silently vanishes. A deferred phase over the project's files (only those that spell the
+flag): for each such guard, the ``if``/``while``/conditional tests that read the flag (in the file, or in a file that
+imports it from there) and what their enabled branch holds (its defs and classes, else its size) are added to the
+guard text, so the report says which part of the project is off on that release.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from pathlib import Path
+
+from ....errors import CompatError
+from ...archive import read_file
+from ...ast_tools import statements
+from . import guards as g
+from .project import MAX_FILE_BYTES, project_module
+
+MAX_SITES = 4  # switch sites named per flag; the rest counted
+
+
+def name_what_turns_off(findings: list, sources: list) -> list:
+    """``findings`` with the guard of each import an ImportError handler turns into a feature switch saying what
+    the switch disables (``sources``: (rel, path) of every Python file, as ``ProjectScan.sources``)."""
+    wanted = {id(f) for f in findings if f.guarded and _off_switch(f)}
+    if not wanted:
+        return findings
+    files = _Files(sources)
+    described: dict[tuple, str] = {}
+    out = []
+    for f in findings:
+        if id(f) in wanted:
+            key = (f.path, f._guard[1])
+            if key not in described:
+                described[key] = _describe(files, f.path, f._guard[1])
+            if described[key]:
+                f = replace(f, guard=f"{f.guard}; {described[key]}")
+        out.append(f)
+    return out
+
+
+def _off_switch(finding) -> bool:
+    guard = getattr(finding, "_guard", None)
+    return bool(guard) and guard[0] == g.TRY and bool(guard[3])
+
+
+def _describe(files: _Files, rel: str, line: int) -> str:
+    tree = files.tree(rel)
+    node = next((s for s in statements(tree.body, into_defs=True) if isinstance(s, ast.Try) and s.lineno == line),
+                None) if tree is not None else None
+    if node is None:
+        return ""
+    parts, untested = [], []
+    for flag in g.disabled_names(node.handlers):
+        sites = files.switch_sites(flag, rel)
+        if not sites:
+            untested.append(flag)
+            continue
+        shown = ", ".join(sites[:MAX_SITES]) + (f" and {len(sites) - MAX_SITES} more" if len(sites) > MAX_SITES else "")
+        parts.append(f"with {flag} off, the project skips {shown}")
+    if untested:
+        parts.append(f"nothing in the project tests {', '.join(untested)}")
+    return "; ".join(parts)
+
+
+class _Files:
+    """The project's files, parsed on demand (only those that spell the flag are read)."""
+
+    def __init__(self, sources: list):
+        self.paths = dict(sources)
+        self._trees: dict[str, ast.Module | None] = {}
+        self._data: dict[str, bytes] = {}
+
+    def data(self, rel: str) -> bytes:
+        if rel not in self._data:
+            try:
+                self._data[rel] = read_file(Path(self.paths[rel]), MAX_FILE_BYTES, "project file")
+            except (CompatError, KeyError):
+                self._data[rel] = b""
+        return self._data[rel]
+
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self._trees:
+            try:
+                self._trees[rel] = ast.parse(self.data(rel))
+            except (SyntaxError, ValueError):
+                self._trees[rel] = None
+        return self._trees[rel]
+
+    def switch_sites(self, flag: str, home: str) -> list[str]:
+        """``rel:line `test` (what the enabled branch holds)`` for every test of ``flag``: in ``home`` by its name,
+        elsewhere where the file imports it from ``home``'s module (``from m import flag`` or ``m.flag``)."""
+        module = project_module(home)[0]
+        sites = []
+        for rel in sorted(self.paths, key=lambda r: (r != home, r)):  # its own file first
+            if rel != home and (flag.encode() not in self.data(rel) or module.rsplit(".", 1)[-1].encode()
+                                not in self.data(rel)):
+                continue
+            tree = self.tree(rel)
+            if tree is None:
+                continue
+            spelled = {flag} if rel == home else _names_for(tree, module, flag)
+            if spelled:
+                sites += [f"{rel}:{node.lineno} `{test}` ({held})" for node, test, held in _tests_of(tree, spelled)]
+        return sites
+
+
+def _names_for(tree: ast.Module, module: str, flag: str) -> set[str]:
+    """How a file spells ``module.flag``: the local name of ``from module import flag``, ``alias.flag`` of
+    ``import module as alias``."""
+    names = set()
+    for s in statements(tree.body, into_defs=True):
+        if isinstance(s, ast.ImportFrom) and s.level == 0 and s.module == module:
+            names |= {a.asname or a.name for a in s.names if a.name == flag}
+        elif isinstance(s, ast.Import):
+            names |= {f"{a.asname or a.name}.{flag}" for a in s.names if a.name == module}
+    return names
+
+
+def _spelling(node) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        owner = _spelling(node.value)
+        return f"{owner}.{node.attr}" if owner else None
+    return None
+
+
+def _reads(test, spelled: set) -> bool | None:
+    """True where ``test`` is true only with the flag on (``flag``, ``flag and x``), False where only with it off
+    (``not flag``), None where it does not read the flag that way."""
+    if _spelling(test) in spelled:
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _reads(test.operand, spelled)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return True if any(_reads(v, spelled) is True for v in test.values) else None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
+            and _spelling(test.left) in spelled:
+        return isinstance(test.ops[0], ast.IsNot)
+    return None
+
+
+def _tests_of(tree: ast.Module, spelled: set) -> list[tuple]:
+    """(node, test source, what runs only with the flag on) for each ``if``, ``while``, conditional expression and
+    ``assert`` reading the flag, in line order."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            if _reads(node.test, spelled):
+                out.append((node, ast.unparse(node.test), "the rest of its block; without it, it stops"))
+            continue
+        if not isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            continue
+        on = _reads(node.test, spelled)
+        if on is None:
+            continue
+        if isinstance(node, ast.IfExp):
+            out.append((node, ast.unparse(node.test), f"takes `{ast.unparse(node.orelse if on else node.body)}`"))
+            continue
+        branch = node.body if on else node.orelse
+        if not on and not branch and g.exits(node.body):  # ``if not flag: raise``: the rest of the block needs it
+            out.append((node, ast.unparse(node.test), "the rest of its block; without it, it stops"))
+        elif branch:
+            out.append((node, ast.unparse(node.test), _held(branch)))
+    return sorted(out, key=lambda site: (site[0].lineno, site[0].col_offset))
+
+
+def _held(body: list) -> str:
+    names = [f"{'class' if isinstance(s, ast.ClassDef) else 'def'} {s.name}" for s in body
+             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    if names:
+        return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    lines = body[-1].end_lineno - body[0].lineno + 1
+    return f"{lines} line{'s' if lines != 1 else ''}"

@@ -1,0 +1,38 @@
+"""Builders shared by the surface-gate tests: a candidate megatron-core tree and a project, written under
+tmp_path, and the gate run on them in process (the same calls as ``gate --project``, without the history)."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from compat.tooling.gate.surface.cache import model_for
+from compat.tooling.gate.surface.project import scan_project
+from compat.tooling.gate.surface.release_gate import SurfaceReport, check_model
+
+
+def candidate_files(version: str, modules: dict) -> dict:
+    """A megatron-core tree: the packages, package_info with ``version``, and ``modules`` (path -> source)."""
+    major, minor, patch = version.split(".")
+    return {"megatron/__init__.py": "", "megatron/core/__init__.py": "",
+            "megatron/core/package_info.py": f"MAJOR, MINOR, PATCH = {major}, {minor}, {patch}\n"
+                                             f"__version__ = '{version}'\n", **modules}
+
+
+def write_tree(root: Path, files: dict) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture
+def surface_report(tmp_path):
+    """``surface_report(project_files, candidate_modules, version="0.2.0")`` -> the SurfaceReport."""
+    def run(project: dict, candidate: dict, version: str = "0.2.0") -> SurfaceReport:
+        tree = write_tree(tmp_path / f"candidate-{version}", candidate_files(version, candidate))
+        scan = scan_project(write_tree(tmp_path / "project", project), cache=False)
+        return check_model(scan, model_for(tree), str(tree))
+    return run

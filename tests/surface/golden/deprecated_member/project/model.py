@@ -1,0 +1,3 @@
+from megatron.core.enums import ModelType
+
+KIND = ModelType.encoder_and_decoder

@@ -1,0 +1,2 @@
+def kept(size):
+    return size

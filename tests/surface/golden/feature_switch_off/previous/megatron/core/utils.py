@@ -1,0 +1,6 @@
+def build_fused_kernel(size):
+    return size
+
+
+def kept(size):
+    return size

@@ -1,0 +1,3 @@
+class TransformerConfig:
+    def __init__(self, num_layers, hidden_size=1, new_field=False):
+        self.num_layers = num_layers

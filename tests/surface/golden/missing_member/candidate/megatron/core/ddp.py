@@ -1,0 +1,3 @@
+class DistributedDataParallel:
+    def finish_grad_sync(self):
+        pass

@@ -1,0 +1,2 @@
+def get_tensor_shapes(*, seq_length, micro_batch_size, config):
+    return []

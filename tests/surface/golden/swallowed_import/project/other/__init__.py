@@ -1,0 +1,4 @@
+try:
+    from other import llama_bridge
+except Exception:
+    pass

@@ -1,0 +1,4 @@
+try:
+    from pkg import qwen_bridge
+except ImportError:
+    pass

@@ -1,0 +1,1 @@
+from megatron.core.package_info import __version__
