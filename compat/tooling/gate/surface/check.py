@@ -124,28 +124,37 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
         note = surface.module_deprecation(name)
         if note:
             notes.append(note)
-    if not res.ok and use.via == ANNOTATED:
-        return [], notes  # a subclass the parameter may hold can have it
-    if not res.ok and use.via == ANNOTATED_READ and not (
-            res.container is not None and res.container.kind == "class" and name == f"{res.resolved}.{res.missing}"
-            and lacks_everywhere(surface, res.container.name, res.missing)):
-        return [], notes  # a subclass in the candidate has it (or the class itself is not there)
     if not res.ok:
-        failing = f"{res.resolved}.{res.missing}" if res.resolved else res.missing
-        if res.container is not None and res.container.kind == "class":
-            kind = MISSING_MEMBER
-        elif use.how == "module" or (use.how == "import" and failing != name):
-            kind = MISSING_MODULE
-        else:
-            kind = MISSING_NAME
-        return [Failure(kind, failing, res.resolved, res.missing)], notes
+        return _unresolved(use, name, res, surface), notes
     if use.how != "call":
         return [], notes
     targets = [_after_in_mro(t, surface) for t in res.targets] if use.via == SUPER_AFTER else res.targets
     raw = [_bound_signature(surface, t) if held else surface.call_signature(t) for t in targets]
     if not raw or any(s is None for s in raw):
         return [], notes
-    sigs = [_params(surface, s) for s in raw]
+    return _call_failures(use, name, [_params(surface, s) for s in raw]), notes
+
+
+def _unresolved(use, name: str, res, surface: Surface) -> list:
+    """The failure of a name the candidate does not resolve (none where a held instance's subclass may have it)."""
+    if use.via == ANNOTATED:
+        return []  # a subclass the parameter may hold can have it
+    if use.via == ANNOTATED_READ and not (
+            res.container is not None and res.container.kind == "class" and name == f"{res.resolved}.{res.missing}"
+            and lacks_everywhere(surface, res.container.name, res.missing)):
+        return []  # a subclass in the candidate has it (or the class itself is not there)
+    failing = f"{res.resolved}.{res.missing}" if res.resolved else res.missing
+    if res.container is not None and res.container.kind == "class":
+        kind = MISSING_MEMBER
+    elif use.how == "module" or (use.how == "import" and failing != name):
+        kind = MISSING_MODULE
+    else:
+        kind = MISSING_NAME
+    return [Failure(kind, failing, res.resolved, res.missing)]
+
+
+def _call_failures(use, name: str, sigs: list) -> list:
+    """What a call's keywords and positional arguments break in every signature its callee may have."""
     failures = []
     lines = dict(zip(use.keywords, use.keyword_lines))
     for keyword in use.keywords:
@@ -167,7 +176,7 @@ def _evaluate_name(use, name: str, surface: Surface) -> tuple[list, list]:
             if all(missing):
                 for param in missing[0]:
                     failures.append(Failure(MISSING_REQUIRED, f"{name}({param}=)", name, param))
-    return failures, notes
+    return failures
 
 
 def _only_classes(surface: Surface, name: str) -> bool:

@@ -225,63 +225,76 @@ class _Scope:
             self.visit(stmt, in_class)
 
     def visit(self, stmt, in_class: bool) -> None:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
-                if alias.asname:
-                    self.bind(alias.asname, f"m {alias.name}")
-                else:
-                    self.bind(alias.name.split(".")[0], f"m {alias.name.split('.')[0]}")
-        elif isinstance(stmt, ast.ImportFrom):
-            source = _absolute(self.module, self.is_package, stmt.level, stmt.module)
-            for alias in stmt.names:
-                if alias.name == "*":
-                    self.star.append(source)
-                else:
-                    self.bind(alias.asname or alias.name, f"i {source} {alias.name}")
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.add_function(stmt, in_class)
-        elif isinstance(stmt, ast.ClassDef):
-            qual = f"{self.qual}.{stmt.name}"
-            _index_class(self.model, self.module, self.is_package, qual, stmt)
-            self.bind(stmt.name, f"c {qual}")
-            note = _deprecation(stmt)
-            if note:
-                self.dep[stmt.name] = note
-        elif isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                self.bind_target(target, stmt.value)
-                if isinstance(target, ast.Name) and target.id == "__all__":
-                    self.all = _literal_names(stmt.value)
-                    self.all_open = self.all is None
-        elif isinstance(stmt, ast.AnnAssign):
-            if stmt.value is not None or in_class:
-                self.bind_target(stmt.target, stmt.value)
-        elif isinstance(stmt, ast.AugAssign):
-            if isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__":
-                self.extend_all(_literal_names(stmt.value))
-            self.bind_target(stmt.target)
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        visit = _SCOPE_STATEMENTS.get(type(stmt))
+        if visit is not None:
+            visit(self, stmt, in_class)
+
+    def visit_import(self, stmt, in_class: bool) -> None:
+        for alias in stmt.names:
+            if alias.asname:
+                self.bind(alias.asname, f"m {alias.name}")
+            else:
+                self.bind(alias.name.split(".")[0], f"m {alias.name.split('.')[0]}")
+
+    def visit_import_from(self, stmt, in_class: bool) -> None:
+        source = _absolute(self.module, self.is_package, stmt.level, stmt.module)
+        for alias in stmt.names:
+            if alias.name == "*":
+                self.star.append(source)
+            else:
+                self.bind(alias.asname or alias.name, f"i {source} {alias.name}")
+
+    def visit_class(self, stmt, in_class: bool) -> None:
+        qual = f"{self.qual}.{stmt.name}"
+        _index_class(self.model, self.module, self.is_package, qual, stmt)
+        self.bind(stmt.name, f"c {qual}")
+        note = _deprecation(stmt)
+        if note:
+            self.dep[stmt.name] = note
+
+    def visit_assign(self, stmt, in_class: bool) -> None:
+        for target in stmt.targets:
+            self.bind_target(target, stmt.value)
+            if isinstance(target, ast.Name) and target.id == "__all__":
+                self.all = _literal_names(stmt.value)
+                self.all_open = self.all is None
+
+    def visit_ann_assign(self, stmt, in_class: bool) -> None:
+        if stmt.value is not None or in_class:
+            self.bind_target(stmt.target, stmt.value)
+
+    def visit_aug_assign(self, stmt, in_class: bool) -> None:
+        if isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__":
+            self.extend_all(_literal_names(stmt.value))
+        self.bind_target(stmt.target)
+
+    def visit_expr(self, stmt, in_class: bool) -> None:
+        if isinstance(stmt.value, ast.Call):
             self.all_call(stmt.value)
-        elif isinstance(stmt, ast.If):
-            if not _is_type_checking(stmt.test):  # TYPE_CHECKING imports are not bound at run time
-                self.visit_block(stmt.body, in_class)
-            self.visit_block(stmt.orelse, in_class)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+
+    def visit_if(self, stmt, in_class: bool) -> None:
+        if not _is_type_checking(stmt.test):  # TYPE_CHECKING imports are not bound at run time
             self.visit_block(stmt.body, in_class)
-            for handler in stmt.handlers:
-                self.visit_block(handler.body, in_class)
-            self.visit_block(stmt.orelse, in_class)
-            self.visit_block(stmt.finalbody, in_class)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            if not isinstance(stmt, ast.While):
-                self.bind_target(stmt.target)
-            self.visit_block(stmt.body, in_class)
-            self.visit_block(stmt.orelse, in_class)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
-                if item.optional_vars is not None:
-                    self.bind_target(item.optional_vars)
-            self.visit_block(stmt.body, in_class)
+        self.visit_block(stmt.orelse, in_class)
+
+    def visit_try(self, stmt, in_class: bool) -> None:
+        self.visit_block(stmt.body, in_class)
+        for handler in stmt.handlers:
+            self.visit_block(handler.body, in_class)
+        self.visit_block(stmt.orelse, in_class)
+        self.visit_block(stmt.finalbody, in_class)
+
+    def visit_loop(self, stmt, in_class: bool) -> None:
+        if not isinstance(stmt, ast.While):
+            self.bind_target(stmt.target)
+        self.visit_block(stmt.body, in_class)
+        self.visit_block(stmt.orelse, in_class)
+
+    def visit_with(self, stmt, in_class: bool) -> None:
+        for item in stmt.items:
+            if item.optional_vars is not None:
+                self.bind_target(item.optional_vars)
+        self.visit_block(stmt.body, in_class)
 
     def extend_all(self, names: list[str] | None) -> None:
         """``__all__ += [...]``; an extension we cannot read leaves ``__all__`` open (every public name), so that
@@ -329,6 +342,17 @@ class _Scope:
         note = _deprecation(node)
         if note:
             self.dep[node.name] = note
+
+
+_SCOPE_STATEMENTS = {ast.Import: _Scope.visit_import, ast.ImportFrom: _Scope.visit_import_from,
+                     ast.FunctionDef: _Scope.add_function, ast.AsyncFunctionDef: _Scope.add_function,
+                     ast.ClassDef: _Scope.visit_class, ast.Assign: _Scope.visit_assign,
+                     ast.AnnAssign: _Scope.visit_ann_assign, ast.AugAssign: _Scope.visit_aug_assign,
+                     ast.Expr: _Scope.visit_expr, ast.If: _Scope.visit_if, ast.Try: _Scope.visit_try,
+                     ast.For: _Scope.visit_loop, ast.AsyncFor: _Scope.visit_loop, ast.While: _Scope.visit_loop,
+                     ast.With: _Scope.visit_with, ast.AsyncWith: _Scope.visit_with}
+if hasattr(ast, "TryStar"):
+    _SCOPE_STATEMENTS[ast.TryStar] = _Scope.visit_try
 
 
 def calls_in(node) -> list:
