@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import ast
 
+from ..kinds import FindingKind as F
 from ..rule import Rule
 
-RULE = Rule("attributes", "attribute chains off names bound to megatron, names from megatron star imports",
-            ("attribute",), "from megatron.core import parallel_state as mpu\nmpu.get_tensor_model_parallel_rank()",
-            "names bound through a computed expression (``m = modules[i]``), or through ``getattr`` with a variable")
+RULE = Rule(
+    id="attributes",
+    sees="attribute chains off names bound to megatron, names from megatron star imports",
+    records=("attribute",),
+    findings=(F.MISSING_NAME, F.MISSING_MEMBER, F.DEPRECATED, F.NOT_SHIPPED,),
+    example="from megatron.core import parallel_state as mpu\nmpu.get_tensor_model_parallel_rank()",
+    misses="names bound through a computed expression (``m = modules[i]``), or through ``getattr`` with a variable",
+)
 
 
 def visit_attribute(scan, e) -> bool:

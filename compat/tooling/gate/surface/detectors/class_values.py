@@ -8,14 +8,20 @@ from __future__ import annotations
 import ast
 
 from ..forwarding import SELF_VALUE, add_forwarder
+from ..kinds import FindingKind as F
 from ..rule import Rule
 from ..scopes import Frame
 
-RULE = Rule("class_values", "class attributes bound to megatron or project classes, and self.NAME(**kwargs) in a "
-            "method that forwards its **kwargs", ("call (resolved across files)",),
-            "class Provider:\n    ConfigClass = TransformerConfig\n    def make(self, **kwargs):\n"
+RULE = Rule(
+    id="class_values",
+    sees="class attributes bound to megatron or project classes, and self.NAME(**kwargs) in a "
+         "method that forwards its **kwargs",
+    records=("call (resolved across files)",),
+    findings=(F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED,),
+    example="class Provider:\n    ConfigClass = TransformerConfig\n    def make(self, **kwargs):\n"
             "        return self.ConfigClass(**kwargs)",
-            "a class attribute bound in a branch of the class body or set on an object elsewhere in the class")
+    misses="a class attribute bound in a branch of the class body or set on an object elsewhere in the class",
+)
 
 
 def class_values(scan, node: ast.ClassDef) -> dict:

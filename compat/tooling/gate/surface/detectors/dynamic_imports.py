@@ -6,12 +6,17 @@ from __future__ import annotations
 import ast
 
 from ..definitions import is_megatron
+from ..kinds import FindingKind as F
 from ..rule import Rule
 
-RULE = Rule("dynamic_imports", "import_module/__import__ of a constant megatron module name",
-            ("module/importlib.import_module", "module/__import__"),
-            'importlib.import_module("megatron.core.transformer.moe")',
-            "a computed module name (``import_module(f\"megatron.core.{x}\")``)")
+RULE = Rule(
+    id="dynamic_imports",
+    sees="import_module/__import__ of a constant megatron module name",
+    records=("module/importlib.import_module", "module/__import__"),
+    findings=(F.MISSING_MODULE, F.DEPRECATED, F.NOT_SHIPPED,),
+    example='importlib.import_module("megatron.core.transformer.moe")',
+    misses="a computed module name (``import_module(f\"megatron.core.{x}\")``)",
+)
 
 
 def claims(scan, e: ast.Call, tail: str) -> bool:

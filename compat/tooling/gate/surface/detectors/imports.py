@@ -6,11 +6,17 @@ from __future__ import annotations
 import ast
 
 from ..definitions import is_megatron
+from ..kinds import FindingKind as F
 from ..rule import Rule
 
-RULE = Rule("imports", "import statements of megatron modules and names", ("module", "import"),
-            "from megatron.core import parallel_state\nimport megatron.core.tensor_parallel as tp",
-            "a project's own megatron packages (megatron.bridge: a project module like any other)")
+RULE = Rule(
+    id="imports",
+    sees="import statements of megatron modules and names",
+    records=("module", "import"),
+    findings=(F.MISSING_MODULE, F.MISSING_NAME, F.DEPRECATED, F.NOT_SHIPPED,),
+    example="from megatron.core import parallel_state\nimport megatron.core.tensor_parallel as tp",
+    misses="a project's own megatron packages (megatron.bridge: a project module like any other)",
+)
 
 
 def visit_import(scan, s) -> None:

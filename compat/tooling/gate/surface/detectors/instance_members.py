@@ -8,15 +8,21 @@ from __future__ import annotations
 import ast
 
 from ..instances import held_path
+from ..kinds import FindingKind as F
 from ..project_classes import COMPUTED
 from ..rule import Rule
 from ..uses import SELF_ATTRIBUTE
 
-RULE = Rule("instance_members", "attributes and calls off names and self attributes holding megatron instances, "
-            "and self attributes only a megatron base sets", ("attribute", "attribute/" + SELF_ATTRIBUTE, "call"),
-            "model = GPTModel(config)\nmodel.set_input_tensor(x)",
-            "an instance whose name is bound more than once; a class with a project mixin among its bases (it may "
-            "set anything on self)")
+RULE = Rule(
+    id="instance_members",
+    sees="attributes and calls off names and self attributes holding megatron instances, "
+         "and self attributes only a megatron base sets",
+    records=("attribute", "attribute/" + SELF_ATTRIBUTE, "call"),
+    findings=(F.MISSING_MEMBER, F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED, F.TOO_MANY_POSITIONAL,),
+    example="model = GPTModel(config)\nmodel.set_input_tensor(x)",
+    misses="an instance whose name is bound more than once; a class with a project mixin among its bases (it may "
+           "set anything on self)",
+)
 
 
 def visit_attribute(scan, e) -> bool:

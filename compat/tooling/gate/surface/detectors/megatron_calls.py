@@ -10,15 +10,22 @@ import ast
 from ....ast_tools import dotted
 from ..definitions import project_callable
 from ..forwarding import add_forwarder
+from ..kinds import FindingKind as F
 from ..providers import FACTORY, MAX_DEPTH, METHOD, call_slots, project_function
 from ..rule import Rule
 from ..scopes import Frame
 from .instance_members import instance_member
 
-RULE = Rule("megatron_calls", "calls of megatron callables, classes and members of held megatron instances",
-            ("call",), "from megatron.core.models.gpt import GPTModel\nGPTModel(config=config, vp_stage=0)",
-            "keywords a ``**d`` carries that this scope does not build with literal keys (a splat: nothing is "
-            "reported missing); callables the project reaches through computed expressions")
+RULE = Rule(
+    id="megatron_calls",
+    sees="calls of megatron callables, classes and members of held megatron instances",
+    records=("call",),
+    findings=(F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED, F.TOO_MANY_POSITIONAL, F.GIVEN_TWICE, F.MISSING_NAME,
+              F.MISSING_MEMBER, F.DEPRECATED, F.OVERRIDE,),
+    example="from megatron.core.models.gpt import GPTModel\nGPTModel(config=config, vp_stage=0)",
+    misses="keywords a ``**d`` carries that this scope does not build with literal keys (a splat: nothing is "
+           "reported missing); callables the project reaches through computed expressions",
+)
 
 
 def visit_call(scan, e: ast.Call, target) -> bool:

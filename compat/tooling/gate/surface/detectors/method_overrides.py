@@ -7,14 +7,20 @@ from __future__ import annotations
 import ast
 
 from ..definitions import NOT_PLAIN, calls_super, decorated
+from ..kinds import FindingKind as F
 from ..model import signature
 from ..rule import Rule
 from ..uses import Use
 
-RULE = Rule("method_overrides", "plain methods of a class whose base is a megatron class", ("override",),
-            "class MyLayer(TransformerLayer):\n    def forward(self, hidden_states):\n        ...",
-            "static and class methods, properties; a megatron base reached through a project class (project_"
-            "classes.py types those at the call sites instead)")
+RULE = Rule(
+    id="method_overrides",
+    sees="plain methods of a class whose base is a megatron class",
+    records=("override",),
+    findings=(F.OVERRIDE,),
+    example="class MyLayer(TransformerLayer):\n    def forward(self, hidden_states):\n        ...",
+    misses="static and class methods, properties; a megatron base reached through a project class (project_"
+           "classes.py types those at the call sites instead)",
+)
 
 
 def visit_class(scan, node: ast.ClassDef, context) -> None:

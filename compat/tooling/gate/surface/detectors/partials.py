@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import ast
 
+from ..kinds import FindingKind as F
 from ..rule import Rule
 
-RULE = Rule("partials", "functools.partial of a megatron callable", ("call/functools.partial",),
-            "build = functools.partial(GPTModel, config=config, vp_stage=0)",
-            "the arguments the partial is called with later (it is a splat: nothing is reported missing)")
+RULE = Rule(
+    id="partials",
+    sees="functools.partial of a megatron callable",
+    records=("call/functools.partial",),
+    findings=(F.UNEXPECTED_KEYWORD, F.MISSING_NAME, F.MISSING_MEMBER,),
+    example="build = functools.partial(GPTModel, config=config, vp_stage=0)",
+    misses="the arguments the partial is called with later (it is a splat: nothing is reported missing)",
+)
 
 
 def claims(scan, e: ast.Call, tail: str) -> bool:

@@ -6,12 +6,18 @@ from __future__ import annotations
 import ast
 
 from .. import guards as g
+from ..kinds import FindingKind as F
 from ..rule import Rule
 
-RULE = Rule("probes", "getattr/hasattr with a constant attribute name on a megatron object", ("probe",),
-            'if hasattr(mpu, "get_x"):\n    mpu.get_x()',
-            "a computed attribute name (``getattr(mpu, name)``); the guard a probe gives an ``if`` is "
-            "branch_guards.py's")
+RULE = Rule(
+    id="probes",
+    sees="getattr/hasattr with a constant attribute name on a megatron object",
+    records=("probe",),
+    findings=(F.MISSING_NAME, F.MISSING_MEMBER,),
+    example='if hasattr(mpu, "get_x"):\n    mpu.get_x()',
+    misses="a computed attribute name (``getattr(mpu, name)``); the guard a probe gives an ``if`` is "
+           "branch_guards.py's",
+)
 
 
 def claims(scan, e: ast.Call, tail: str) -> bool:

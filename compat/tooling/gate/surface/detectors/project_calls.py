@@ -6,14 +6,19 @@ from __future__ import annotations
 import ast
 
 from ..forwarding import PROJECT_CALL
+from ..kinds import FindingKind as F
 from ..rule import Rule
 from ..scopes import Frame
 from ..uses import Use
 
-RULE = Rule("project_calls", "calls with keywords of a module-level project function or of self.method",
-            ("call/" + PROJECT_CALL + " (resolved across files)",),
-            "def build(**kwargs):\n    return GPTModel(**kwargs)\n\nbuild(config=config, vp_stage=0)",
-            "calls of nested functions and lambdas; a forwarder that changes the keywords before it passes them on")
+RULE = Rule(
+    id="project_calls",
+    sees="calls with keywords of a module-level project function or of self.method",
+    records=("call/" + PROJECT_CALL + " (resolved across files)",),
+    findings=(F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED,),
+    example="def build(**kwargs):\n    return GPTModel(**kwargs)\n\nbuild(config=config, vp_stage=0)",
+    misses="calls of nested functions and lambdas; a forwarder that changes the keywords before it passes them on",
+)
 
 
 def visit_call(scan, e: ast.Call) -> None:

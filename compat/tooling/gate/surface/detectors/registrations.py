@@ -8,14 +8,20 @@ import ast
 import re
 
 from ..definitions import is_megatron
+from ..kinds import FindingKind as F
 from ..rule import Rule
 from .replacements import replaced
 
-RULE = Rule("registrations", "a call whose first argument is a megatron dotted path as a string and whose second "
-            "is a project function", ("replacement",),
-            'patch_registry.register("megatron.core.models.gpt.GPTModel.forward", my_forward)',
-            "whether the registrar really installs it on the path a use runs (the name stays megatron's); a path "
-            "built at run time")
+RULE = Rule(
+    id="registrations",
+    sees="a call whose first argument is a megatron dotted path as a string and whose second "
+         "is a project function",
+    records=("replacement",),
+    findings=(F.OVERRIDE,),
+    example='patch_registry.register("megatron.core.models.gpt.GPTModel.forward", my_forward)',
+    misses="whether the registrar really installs it on the path a use runs (the name stays megatron's); a path "
+           "built at run time",
+)
 _DOTTED_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 

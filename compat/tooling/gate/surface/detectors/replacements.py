@@ -9,13 +9,19 @@ import ast
 
 from ....ast_tools import statements
 from ..definitions import only_splats
+from ..kinds import FindingKind as F
 from ..providers import DEF
 from ..rule import Rule
 
-RULE = Rule("replacements", "assignments and setattr of a project function over a megatron callable",
-            ("replacement",), "import megatron.core.utils as mu\nmu.get_model_config = my_get_model_config",
-            "a value that is not a project function (a local, a module put in sys.modules, megatron's own); a "
-            "lambda or a wrapper taking only *args, **kwargs")
+RULE = Rule(
+    id="replacements",
+    sees="assignments and setattr of a project function over a megatron callable",
+    records=("replacement",),
+    findings=(F.OVERRIDE,),
+    example="import megatron.core.utils as mu\nmu.get_model_config = my_get_model_config",
+    misses="a value that is not a project function (a local, a module put in sys.modules, megatron's own); a "
+           "lambda or a wrapper taking only *args, **kwargs",
+)
 
 
 def claims_setattr(scan, e: ast.Call, tail: str) -> bool:

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import ast
 
+from ..kinds import GuardKind
 from ..rule import Rule
 
-RULE = Rule("signature_checks", "inspect.signature of a megatron callable (or its __init__)", ("call guard",),
-            "if 'vp_stage' in inspect.signature(GPTModel).parameters:\n    GPTModel(config, vp_stage=0)",
-            "a signature read in another function than the call; what the project does with the parameters")
+RULE = Rule(
+    id="signature_checks",
+    sees="inspect.signature of a megatron callable (or its __init__)",
+    records=("guard: " + GuardKind.SIGNATURE,),
+    findings=(),
+    example="if 'vp_stage' in inspect.signature(GPTModel).parameters:\n    GPTModel(config, vp_stage=0)",
+    misses="a signature read in another function than the call; what the project does with the parameters",
+)
 
 
 def claims(scan, e: ast.Call, tail: str) -> bool:

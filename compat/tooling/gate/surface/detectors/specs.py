@@ -8,14 +8,19 @@ from __future__ import annotations
 import ast
 
 from ..definitions import keyword_argument, spec_keywords
+from ..kinds import FindingKind as F
 from ..rule import Rule
 from ..uses import Use
 
-RULE = Rule("specs", "ModuleSpec(...) with project classes as submodules, and assignments into spec.submodules",
-            ("spec",),
-            "ModuleSpec(module=TransformerLayer, submodules=TransformerLayerSubmodules(\n"
+RULE = Rule(
+    id="specs",
+    sees="ModuleSpec(...) with project classes as submodules, and assignments into spec.submodules",
+    records=("spec",),
+    findings=(F.OVERRIDE,),
+    example="ModuleSpec(module=TransformerLayer, submodules=TransformerLayerSubmodules(\n"
             "    self_attention=ModuleSpec(module=MyAttention, params={\"attn_mask_type\": 1})))",
-            "specs built by project functions from parameters; a submodule that is not a project class")
+    misses="specs built by project functions from parameters; a submodule that is not a project class",
+)
 
 
 def visit_call(scan, e: ast.Call, target) -> None:

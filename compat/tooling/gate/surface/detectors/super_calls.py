@@ -7,15 +7,20 @@ from __future__ import annotations
 import ast
 
 from ....ast_tools import dotted
+from ..kinds import FindingKind as F
 from ..rule import Rule
 from ..uses import SUPER_AFTER
 from .megatron_calls import record_call
 
-RULE = Rule("super_calls", "super().__init__ and super(Base, self).__init__ in a class with a megatron base",
-            ("call/super().__init__", "call/" + SUPER_AFTER),
-            "class MyModel(GPTModel):\n    def __init__(self, config):\n        super().__init__(config, vp_stage=0)",
-            "other methods' super() calls (their overrides are method_overrides'); a base reached through a "
-            "project class in between")
+RULE = Rule(
+    id="super_calls",
+    sees="super().__init__ and super(Base, self).__init__ in a class with a megatron base",
+    records=("call/super().__init__", "call/" + SUPER_AFTER),
+    findings=(F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED, F.TOO_MANY_POSITIONAL, F.GIVEN_TWICE,),
+    example="class MyModel(GPTModel):\n    def __init__(self, config):\n        super().__init__(config, vp_stage=0)",
+    misses="other methods' super() calls (their overrides are method_overrides'); a base reached through a "
+           "project class in between",
+)
 
 
 def visit_call(scan, e: ast.Call) -> None:
