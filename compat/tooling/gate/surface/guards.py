@@ -118,13 +118,19 @@ def _is_version_name(text: str) -> bool:
     return bool(_VERSION_FLAG.search(text.lower())) or bool(_words(text) & {"version", "ver"})
 
 
-def _about_other_package(test) -> bool:
-    """A version test that names another package (``torch.__version__``, ``is_te_min_version``) and not megatron."""
+def _about_other_package(test, megatron_names: set[str]) -> bool:
+    """A version test that names another package (``torch.__version__``, ``is_te_min_version``) and not megatron:
+    neither by a word nor by reading the version of a name the file bound to megatron (``package_info.__version__``
+    after ``from megatron.core import package_info``; a megatron helper about another package's version,
+    ``is_te_min_version``, is still about that package)."""
     words: set[str] = set()
     for node in ast.walk(test):
         text = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else (
             node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
         if text:
+            if isinstance(node, ast.Attribute) and "version" in node.attr.lower() \
+                    and text.split(".")[0] in megatron_names:
+                return False
             words |= _words(text)
     return not (words & {"megatron", "mcore"}) and bool(words & _OTHER_PACKAGES)
 
@@ -144,7 +150,7 @@ def test_guard(test, version_flags: set[str], megatron_names: set[str], lines: L
     if lines is not None and not lines.spans(test):
         return (DEAD, None) if isinstance(test, ast.Constant) and not test.value else None
     guard = _test_guard(test, version_flags, megatron_names)
-    if guard and guard[0] == VERSION and _about_other_package(test):
+    if guard and guard[0] == VERSION and _about_other_package(test, megatron_names):
         return None
     return guard
 

@@ -62,6 +62,7 @@ def mark_swallowed(findings: list, sources: list) -> list:
     return out
 
 
+_CATCHES_IMPORT = (b"ImportError", b"ModuleNotFoundError", b"Exception", b"except:")
 _FROM_TEXT = re.compile(rb"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)")
 _PLAIN_TEXT = re.compile(rb"import[ \t]+([^\n]*)")
 _WORD = re.compile(rb"[A-Za-z_][\w.]*")
@@ -95,7 +96,8 @@ class _Files:
             for m, indented in _import_statements(data):
                 line += data.count(b"\n", at, m.start())
                 at = m.start()
-                targets = _text_targets(m, module, is_package, self.known, self.tops)
+                # a module's import of itself or of a package above it imports nothing: that is already running
+                targets = _text_targets(m, module, is_package, self.known, self.tops) - _prefixes(module)
                 if targets:
                     found.append((line, indented, targets))
                     if indented:
@@ -125,12 +127,13 @@ class _Files:
 
     def guarded_imports(self) -> list:
         """The import statements of project modules under an ImportError guard (``try``, ``suppress``), read off
-        the indented imports of the files that spell ``ImportError`` or ``ModuleNotFoundError``."""
+        the indented imports of the files that spell a handler catching it (``_CATCHES_IMPORT``: the same handlers
+        ``_context`` accepts)."""
         if self._guarded is None:
             self._guarded = []
             for rel in self.paths:
                 data = self._data(rel)
-                if b"ImportError" in data or b"ModuleNotFoundError" in data:
+                if any(word in data for word in _CATCHES_IMPORT):
                     self._guarded += [statement for line, deep, targets in self.entries(rel, data) if deep
                                       for statement in (self.statement(rel, line, targets),) if statement[4]]
         return self._guarded
