@@ -3,7 +3,7 @@
 ``def build(x=None, **kwargs): return TransformerConfig(**kwargs)``, a call ``build(x=1, new_field=2)`` anywhere in
 the project passes ``new_field=`` to ``TransformerConfig``.
 
-A file's scan records (project.py):
+A file's scan records (scanner.py, detectors/):
 
 - each forwarder: a module-level function, or a plain method of a top-level class, whose body calls a megatron
   callable with ``**kwargs`` (its own ``**`` parameter) or with ``**d`` where ``d.update(kwargs)`` is a statement

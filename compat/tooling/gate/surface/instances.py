@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Names in a project that hold an instance of a megatron class, so that ``w.method(...)`` and ``w.attr`` can be
-checked against that class (project.py records them, check.py resolves them with ``via=INSTANCE``).
+checked against that class (the project scan records them, check.py resolves them with ``via=INSTANCE``).
 
 Precision over recall: a name holds an instance only where its type cannot be anything else.
 

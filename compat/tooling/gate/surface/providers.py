@@ -42,7 +42,7 @@ def factory_of(node, module_defs: dict, callable_of, classes: dict | None = None
     """``(RETURNS, ((name, signature, line), ...))`` when every return of the function ``node`` gives a function,
     ``(FORWARDS, index, parameter)`` for a wrapper whose closure forwards ``*args``/``**kwargs`` to a parameter;
     None otherwise. ``module_defs``: name -> signature of the module's functions; ``callable_of(expr,
-    signature_of)`` is project.py's reading of a function expression (a name, a lambda, a partial); ``classes``:
+    signature_of)`` is the project scan's reading of a function expression (a name, a lambda, a partial); ``classes``:
     name -> "module.Class" of the project classes the module names, for ``return obj.method`` where
     ``obj = Class(...)`` is obj's one binding in the function (the signature is then ``(METHOD, class, method)``,
     read once every file is scanned)."""
