@@ -11,8 +11,6 @@ import json
 import os
 from pathlib import Path
 
-import hostile_inputs as H
-import hostile_surface as S
 import pytest
 
 from compat import CandidateError
@@ -24,6 +22,9 @@ from compat.tooling.gate.surface.lookup import OPAQUE, Surface
 from compat.tooling.gate.surface.model import MAX_PATH_DEPTH, build_model
 from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.pysource import SourceBudget
+from tests.unit import hostile_inputs as H
+
+from . import hostile_candidates as S
 
 MAX_RSS_MIB = 500
 

@@ -10,12 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_surface import make_project, make_wheel
-from test_surface_project_subclass import CONFIG, MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import SUBCLASS_CONFIG as CONFIG
+from ..builders import SUBCLASS_MODEL_CONFIG as MODEL_CONFIG
+from ..builders import make_project, make_wheel, subclass_releases
+from ..builders import subclass_findings as findings
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    """SUBCLASS_CONFIG's releases 0.3.0 and 0.4.0 (builders.py)."""
+    return subclass_releases(tmp_path, monkeypatch)
 
 BUILD = """
     from typing import Optional, Union

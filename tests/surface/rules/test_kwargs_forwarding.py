@@ -5,10 +5,11 @@ callee, is checked against that callee; it never makes the call look complete.""
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, synthetic_releases
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, synthetic_releases
 
 CONFIG = """
     class ParallelConfig:
