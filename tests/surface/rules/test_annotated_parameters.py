@@ -1,4 +1,4 @@
-"""Parameters annotated with a class (development case swift_legacy_grouped_gemm): ``Optional[X]``,
+"""Parameters annotated with a class (recall case swift_legacy_grouped_gemm): ``Optional[X]``,
 ``X | None``, ``Union[X, None]`` and ``"X"`` (compat.annotations reads them) type a parameter as ``X`` does (a
 project subclass of a megatron class: its members; a megatron class: calls of the members it has); a Union with a
 member that is no megatron class is not typed. A project class that sets attributes by computed name may set the

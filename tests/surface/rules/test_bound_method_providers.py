@@ -1,8 +1,8 @@
 """Factories returning a bound method: ``return obj.method`` where ``obj = ProjectClass(...)`` is obj's
 one binding in the factory gives that class's method (``self`` dropped) as a model provider, like a returned
 def. An object of unknown class, one bound twice, or a method the project class does not define (a megatron
-base's) gives nothing. Minimal projects of our own against the synthetic candidate of
-test_surface_provider_factories.py (its get_model passes ``config=``)."""
+base's) gives nothing. Minimal projects of our own against the synthetic candidate
+test_provider_factories.py uses too (builders.provider_candidate: its get_model passes ``config=``)."""
 from __future__ import annotations
 
 import pytest

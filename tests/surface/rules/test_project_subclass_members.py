@@ -1,9 +1,9 @@
-"""Instances of a project's own subclass of a megatron class (development miss swift_legacy_grouped_gemm):
+"""Instances of a project's own subclass of a megatron class (the shape of recall case swift_legacy_grouped_gemm):
 a parameter annotated with ``class ModelConfig(TransformerConfig)`` from another project file, or ``c = ModelConfig()``,
 has the project class's members and its megatron bases'. A read of a member neither has fails; nothing is said
 where the type may hold more (a further subclass anywhere in the project, a base neither the project's nor
 megatron's, ``__getattr__``, or the project storing the member on such an instance); a computed ``setattr``: see
-test_surface_annotated_parameters.py."""
+test_annotated_parameters.py."""
 from __future__ import annotations
 
 import pytest

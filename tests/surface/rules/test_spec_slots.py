@@ -1,4 +1,4 @@
-"""Spec slots assigned by attribute (development case slime_hf_attention_pg_collection): a project that
+"""Spec slots assigned by attribute (recall case slime_hf_attention_pg_collection): a project that
 patches a layer spec in place (``spec.submodules.self_attention = ModuleSpec(module=C, params={...})``,
 ``spec.submodules.self_attention.module = C``, also through list elements ``block.layer_specs[i].submodules...``)
 has ``C`` built by whichever candidate class builds that slot. A slot name several classes build is a misfit only

@@ -1,5 +1,7 @@
-"""How swallowed.py reads an import statement's place from the text above it (no parse): top level or in a def,
-under an ImportError guard or not."""
+"""Imports an ImportError guard swallows: a package that cannot import and is imported only under such a guard
+never runs (what it uses is guarded), unless some code imports it unguarded or nothing imports it (then it is run
+directly); a word in a comment of an import names no module. And how swallowed.py reads an import statement's
+place from the text above it (no parse): top level or in a def, under an ImportError guard or not."""
 from __future__ import annotations
 
 import pytest
