@@ -110,6 +110,7 @@ RELEASE_0_1_5 = {  # 0.1.5: encoder_and_decoder is a deprecated property, the wa
 
 
 def make_wheel(directory: Path, version: str, files: dict) -> Path:
+    """A megatron-core wheel of ``version`` holding ``files`` (path -> source, dedented; None: left out)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"megatron_core-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
@@ -122,6 +123,7 @@ def make_wheel(directory: Path, version: str, files: dict) -> Path:
 
 
 def make_project(root: Path, files: dict) -> Path:
+    """A project under ``root``: ``files`` (path -> source, dedented)."""
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -141,10 +143,12 @@ def synthetic_releases(tmp_path, monkeypatch, files_by_version: dict) -> dict:
 
 def fresh_releases(tmp_path, monkeypatch) -> dict:
     """Three synthetic release wheels in an isolated cache, none modelled yet."""
-    return synthetic_releases(tmp_path, monkeypatch, {"0.1.0": RELEASE_0_1_0, "0.1.5": RELEASE_0_1_5, "0.2.0": RELEASE_0_2_0})
+    return synthetic_releases(tmp_path, monkeypatch,
+                              {"0.1.0": RELEASE_0_1_0, "0.1.5": RELEASE_0_1_5, "0.2.0": RELEASE_0_2_0})
 
 
 def names(items) -> set:
+    """The names of some findings."""
     return {f.name for f in items}
 
 
@@ -299,6 +303,7 @@ def gate_on_pair(tmp_path, wheels, files: dict, version="0.4.0"):
 
 
 def breaking_places(report, guarded=None) -> set:
+    """(path, line, kind) of the report's breaking findings, guarded or not or either."""
     return {(f.path, f.line, f.kind) for f in report.findings
             if f.kind in c.BREAKING and (guarded is None or f.guarded == guarded)}
 
@@ -368,7 +373,8 @@ def provider_candidate(tmp_path, monkeypatch) -> Path:
     """PROVIDER_TRAINING's release 0.4.0 in an isolated cache, which the index lists (no network)."""
     cache = tmp_path / "cache" / "wheels"
     monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
-    files = {"megatron/__init__.py": "", "megatron/training/__init__.py": "", "megatron/training/setup.py": PROVIDER_TRAINING}
+    files = {"megatron/__init__.py": "", "megatron/training/__init__.py": "",
+             "megatron/training/setup.py": PROVIDER_TRAINING}
     path = make_wheel(cache, "0.4.0", files)
     monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {"0.4.0": False})
     return path
