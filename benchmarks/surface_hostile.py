@@ -1,4 +1,4 @@
-"""Time and peak memory of the surface gate on the hostile candidates (``tests/unit/hostile_surface.py``),
+"""Time and peak memory of the surface gate on the hostile candidates (``tests/surface/hostile_candidates.py``),
 whole process, measured with ``/usr/bin/time -v``: wall and CPU (user + system) seconds, maximum resident set size,
 exit code, stderr lines.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests.unit import hostile_surface  # noqa: E402
+from tests.surface import hostile_candidates  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "surface_hostile.json"
 
@@ -35,7 +35,7 @@ def loadavg() -> list:
 def measure(case: str, root: Path, timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)
-        spec = hostile_surface.CASES[case](tmp)
+        spec = hostile_candidates.CASES[case](tmp)
         env = {**os.environ, "PYTHONPATH": str(root), **spec.get("env", {})}
         env.pop("MCORE_COMPAT_TRACEBACK", None)
         cmd = ["/usr/bin/time", "-v", sys.executable, "-m", "compat", *map(str, spec["args"])]
@@ -75,7 +75,7 @@ def main() -> int:
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     rows = results.setdefault(args.label, {})
-    for case in args.only or list(hostile_surface.CASES):
+    for case in args.only or list(hostile_candidates.CASES):
         row = measure(case, args.root.resolve(), args.timeout)
         rows[case] = row
         print(json.dumps(row), flush=True)

@@ -1,5 +1,7 @@
-"""Builders shared by the surface-gate tests: a candidate megatron-core tree and a project, written under
-tmp_path, and the gate run on them in process (the same calls as ``gate --project``, without the history)."""
+"""Fixtures shared by the surface-gate tests: a candidate megatron-core tree and a project, written under tmp_path,
+and the gate run on them in process (the same calls as ``gate --project``, without the history); the small
+synthetic release history of builders.py, cached and modelled. The wheels, projects and gate helpers that test
+modules import are in builders.py."""
 from __future__ import annotations
 
 import textwrap
@@ -7,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from compat.tooling.gate.surface.cache import model_for
+from compat.tooling.gate.surface.cache import model_for, release_models
 from compat.tooling.gate.surface.project import scan_project
 from compat.tooling.gate.surface.release_gate import SurfaceReport, check_model
+
+from .builders import fresh_releases
 
 
 def candidate_files(version: str, modules: dict) -> dict:
@@ -36,3 +40,12 @@ def surface_report(tmp_path):
         scan = scan_project(write_tree(tmp_path / "project", project), cache=False)
         return check_model(scan, model_for(tree), str(tree))
     return run
+
+
+@pytest.fixture
+def releases(tmp_path, monkeypatch):
+    """An isolated cache holding three synthetic releases (builders.py: 0.1.0, 0.1.5, 0.2.0), modelled (the history
+    column sees all three); the index lists them (no network)."""
+    paths = fresh_releases(tmp_path, monkeypatch)
+    release_models()
+    return paths

@@ -1,4 +1,4 @@
-"""Spec slots assigned by attribute (development case slime_hf_attention_pg_collection): a project that
+"""Spec slots assigned by attribute (recall case slime_hf_attention_pg_collection): a project that
 patches a layer spec in place (``spec.submodules.self_attention = ModuleSpec(module=C, params={...})``,
 ``spec.submodules.self_attention.module = C``, also through list elements ``block.layer_specs[i].submodules...``)
 has ``C`` built by whichever candidate class builds that slot. A slot name several classes build is a misfit only
@@ -7,10 +7,12 @@ where every one of them misfits (the spec's owner is unknown); ``.module = C`` k
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, make_wheel
-from test_surface_classes import NEW, OLD, SPEC_UTILS
 
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import PAIR_0_3_0 as OLD
+from ..builders import PAIR_0_4_0 as NEW
+from ..builders import SPEC_UTILS, make_project, make_wheel
 
 LAYER = """
     from megatron.core.spec_utils import build_module

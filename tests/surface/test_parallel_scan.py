@@ -10,12 +10,15 @@ import shutil
 import threading
 
 import pytest
-from test_surface import BASE, NEW, make_project, synthetic_releases
 
 from compat.tooling.gate.surface import pool, scan_cache
 from compat.tooling.gate.surface import project as surface_project
 from compat.tooling.gate.surface.project import scan_project
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from .builders import RELEASE_0_1_0 as BASE
+from .builders import RELEASE_0_2_0 as NEW
+from .builders import make_project, synthetic_releases
 
 FILES = {
     "pkg/__init__.py": "",

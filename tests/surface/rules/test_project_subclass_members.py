@@ -1,53 +1,29 @@
-"""Instances of a project's own subclass of a megatron class (development miss swift_legacy_grouped_gemm):
+"""Instances of a project's own subclass of a megatron class (the shape of recall case swift_legacy_grouped_gemm):
 a parameter annotated with ``class ModelConfig(TransformerConfig)`` from another project file, or ``c = ModelConfig()``,
 has the project class's members and its megatron bases'. A read of a member neither has fails; nothing is said
 where the type may hold more (a further subclass anywhere in the project, a base neither the project's nor
 megatron's, ``__getattr__``, or the project storing the member on such an instance); a computed ``setattr``: see
-test_surface_annotated_parameters.py."""
+test_annotated_parameters.py."""
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, make_wheel
 
-from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.instances import PROJECT_CLASS
 from compat.tooling.gate.surface.project import scan_source
 from compat.tooling.gate.surface.project_classes import base_names
-from compat.tooling.gate.surface.release_gate import surface_gate
 
-CONFIG = """
-    from dataclasses import dataclass
-    @dataclass
-    class TransformerConfig:
-        num_layers: int = 1
-        {field}
-        def describe(self, verbose=False):
-            return ""
-    """
+from ..builders import SUBCLASS_MODEL_CONFIG as MODEL_CONFIG
+from ..builders import subclass_findings as findings
+from ..builders import subclass_releases
 
 
 @pytest.fixture
 def wheels(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "wheels"
-    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
-    paths = {version: make_wheel(cache, version, {
-        "megatron/core/__init__.py": "",
-        "megatron/core/transformer_config.py": CONFIG.format(field=field)})
-        for version, field in (("0.3.0", "legacy_gemm: bool = False"), ("0.4.0", "new_gemm: bool = False"))}
-    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {v: False for v in paths})
-    return paths
+    """SUBCLASS_CONFIG's releases 0.3.0 and 0.4.0 (builders.py)."""
+    return subclass_releases(tmp_path, monkeypatch)
 
 
-MODEL_CONFIG = """
-    from dataclasses import dataclass
-    from megatron.core.transformer_config import TransformerConfig
-    @dataclass
-    class ModelConfig(TransformerConfig):
-        own_field: int = 0
-        def __post_init__(self):
-            self.derived = 2
-    """
 USES = """
     from proj.model_config import ModelConfig
     def build(config: ModelConfig):
@@ -56,11 +32,6 @@ USES = """
         c = ModelConfig()
         return c.legacy_gemm, c.describe(verbose=True), c.describe(quiet=True)
     """
-
-
-def findings(tmp_path, wheels, files: dict, version: str) -> set:
-    report = surface_gate(str(wheels[version]), make_project(tmp_path / "p", files))
-    return {(f.path, f.line, f.kind, f.name.rsplit(".", 1)[1]) for f in report.findings if f.kind in c.BREAKING}
 
 
 @pytest.mark.parametrize("version", ["0.3.0", "0.4.0"])

@@ -1,6 +1,6 @@
 """Hostile candidates and projects for the surface gate: each
 builder writes a tiny wheel (kilobytes) and a tiny project whose cost used to grow exponentially or quadratically,
-and returns the CLI arguments. Used by ``test_surface_hostile.py`` (exit code, one stderr line, peak memory) and by
+and returns the CLI arguments. Used by ``test_hostile_inputs.py`` (exit code, one stderr line, peak memory) and by
 ``benchmarks/surface_hostile.py`` (``/usr/bin/time -v``)."""
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _gate(tmp: Path, files: dict, use: str, releases: int = 0) -> dict:
     return {"args": args, "env": env}
 
 
-# ---- item 6: lookups that used to take a path each -----------------------------------------------------------------
+# ---- lookups that used to take a path each ---------------------------------------------------------------------------
 def star_dag(tmp: Path, layers: int = 40) -> dict:
     """Each module of a layer star-imports both modules of the next: 2**layers paths to the bottom, 2*layers modules.
     The name asked for is bound nowhere: a missing name (exit 1)."""
@@ -69,7 +69,7 @@ def class_lattice(tmp: Path, levels: int = 30) -> dict:
     return _gate(tmp, {"megatron/core/lattice.py": "".join(lines)}, use)
 
 
-# ---- low: chains thousands deep (RecursionError before) -------------------------------------------------------------
+# ---- chains thousands deep (RecursionError before) -------------------------------------------------------------------
 def reexport_chain(tmp: Path, length: int = 3000) -> dict:
     """``m0`` re-exports X from ``m1`` ... from ``m{length-1}``, which defines ``X(a)``; the project calls X with a
     keyword it lacks: found through the whole chain (exit 1), not given up as unknown."""
@@ -93,7 +93,7 @@ def class_chain(tmp: Path, length: int = 3000) -> dict:
     return _gate(tmp, {"megatron/core/kchain.py": "".join(lines)}, use)
 
 
-# ---- item 7: one call with many unknown keywords -------------------------------------------------------------------
+# ---- one call with many unknown keywords -----------------------------------------------------------------------------
 def many_keywords(tmp: Path, count: int = 1000, releases: int = 3) -> dict:
     """One call of ``unwrap_model`` with ``count`` keywords it does not take: ``count`` findings, each with its
     history on ``releases`` releases (exit 1)."""
@@ -107,7 +107,7 @@ def many_lines(tmp: Path, count: int = 100_000) -> dict:
     return _gate(tmp, {}, "from megatron.core.utils import absent\n" + "absent()\n" * count)
 
 
-# ---- item 5: what the model reads ----------------------------------------------------------------------------------
+# ---- what the model reads --------------------------------------------------------------------------------------------
 def deep_member(tmp: Path, depth: int = 30_000) -> dict:
     """One member 30,000 directories deep (a 60 kB name): module names used to be built for every prefix."""
     files = {"megatron/core/" + "d/" * depth + "x.py": "X = 1\n"}

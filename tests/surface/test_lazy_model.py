@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from hostile_surface import wheel
 
 from compat.tooling.archive import open_source
 from compat.tooling.gate.surface import cache as surface_cache
@@ -15,6 +14,8 @@ from compat.tooling.gate.surface.lazy_model import LazyModel
 from compat.tooling.gate.surface.lookup import Surface
 from compat.tooling.gate.surface.model import SPEC_BUILT, build_model
 from compat.tooling.gate.surface.release_gate import candidate_path
+
+from .hostile_candidates import wheel
 
 SHAPES = {
     "megatron/core/x.py": "class A:\n    a = 1\nclass B(A):\n    pass\n",

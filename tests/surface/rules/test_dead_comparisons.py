@@ -5,11 +5,12 @@ own against tiny synthetic candidates."""
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, make_wheel
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, make_wheel
 
 STATE = "def get_pipeline_model_parallel_world_size():\n    return 1\n"
 ENUMS = {

@@ -1,14 +1,15 @@
-"""Keywords through a project function's ``**kwargs`` into a megatron call (development miss
-mbridge_async_allreduce_kw's class): a keyword at a call of a project function or ``self.method`` that lands in
+"""Keywords through a project function's ``**kwargs`` into a megatron call (the shape of recall
+case mbridge_async_allreduce_kw): a keyword at a call of a project function or ``self.method`` that lands in
 the function's ``**kwargs``, which it passes on (directly, or through ``d.update(kwargs)`` and ``**d``) to a megatron
 callee, is checked against that callee; it never makes the call look complete."""
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, synthetic_releases
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, synthetic_releases
 
 CONFIG = """
     class ParallelConfig:

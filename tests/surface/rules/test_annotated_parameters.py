@@ -1,4 +1,4 @@
-"""Parameters annotated with a class (development case swift_legacy_grouped_gemm): ``Optional[X]``,
+"""Parameters annotated with a class (recall case swift_legacy_grouped_gemm): ``Optional[X]``,
 ``X | None``, ``Union[X, None]`` and ``"X"`` (compat.annotations reads them) type a parameter as ``X`` does (a
 project subclass of a megatron class: its members; a megatron class: calls of the members it has); a Union with a
 member that is no megatron class is not typed. A project class that sets attributes by computed name may set the
@@ -10,12 +10,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_surface import make_project, make_wheel
-from test_surface_project_subclass import CONFIG, MODEL_CONFIG, findings, wheels  # noqa: F401 (a fixture)
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import SUBCLASS_CONFIG as CONFIG
+from ..builders import SUBCLASS_MODEL_CONFIG as MODEL_CONFIG
+from ..builders import make_project, make_wheel, subclass_releases
+from ..builders import subclass_findings as findings
+
+
+@pytest.fixture
+def wheels(tmp_path, monkeypatch):
+    """SUBCLASS_CONFIG's releases 0.3.0 and 0.4.0 (builders.py)."""
+    return subclass_releases(tmp_path, monkeypatch)
 
 BUILD = """
     from typing import Optional, Union

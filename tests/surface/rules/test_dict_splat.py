@@ -4,10 +4,11 @@ complete (no "missing required argument"), and keys set under a branch, removed,
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, synthetic_releases
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, synthetic_releases
 
 CALLEE = """
     class DatasetConfig:

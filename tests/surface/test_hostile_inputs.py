@@ -11,8 +11,6 @@ import json
 import os
 from pathlib import Path
 
-import hostile_inputs as H
-import hostile_surface as S
 import pytest
 
 from compat import CandidateError
@@ -24,6 +22,9 @@ from compat.tooling.gate.surface.lookup import OPAQUE, Surface
 from compat.tooling.gate.surface.model import MAX_PATH_DEPTH, build_model
 from compat.tooling.gate.surface.release_gate import surface_gate
 from compat.tooling.pysource import SourceBudget
+from tests.unit import hostile_inputs as H
+
+from . import hostile_candidates as S
 
 MAX_RSS_MIB = 500
 
@@ -167,7 +168,7 @@ def test_an_entry_edited_with_a_recomputed_digest_is_rebuilt(tmp_path, monkeypat
     (entry,) = surface_cache.cache_dir().iterdir()
     body = entry.read_bytes().partition(b"\n")[2].replace(b'"f f 00|a:1:0"', b'"f f 00|a:1:0,b:1:1"')
     assert body != entry.read_bytes().partition(b"\n")[2]
-    entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)  # the attack of item 12
+    entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)  # an edit whose digest matches
     assert surface_cache.read_cached(first["sha256"]) is None
     again = surface_cache.model_for(wheel)
     assert again == first  # rebuilt: the keyword b is not accepted

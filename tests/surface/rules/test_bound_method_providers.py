@@ -1,15 +1,22 @@
 """Factories returning a bound method: ``return obj.method`` where ``obj = ProjectClass(...)`` is obj's
 one binding in the factory gives that class's method (``self`` dropped) as a model provider, like a returned
 def. An object of unknown class, one bound twice, or a method the project class does not define (a megatron
-base's) gives nothing. Minimal projects of our own against the synthetic candidate of
-test_surface_provider_factories.py (its get_model passes ``config=``)."""
+base's) gives nothing. Minimal projects of our own against the synthetic candidate
+test_provider_factories.py uses too (builders.provider_candidate: its get_model passes ``config=``)."""
 from __future__ import annotations
 
-from test_surface import make_project
-from test_surface_provider_factories import candidate  # noqa: F401 (a fixture)
+import pytest
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, provider_candidate
+
+
+@pytest.fixture
+def candidate(tmp_path, monkeypatch):
+    """PROVIDER_TRAINING's release 0.4.0 (builders.py)."""
+    return provider_candidate(tmp_path, monkeypatch)
 
 PROVIDERS = """
     from megatron.training.setup import SomeBase

@@ -8,11 +8,12 @@ synthetic releases: 0.5.0 adds ``rotary_pos_cos`` to ``Attention.forward`` and `
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, make_wheel
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, make_wheel
 
 OLD = {"megatron/core/layers.py": """
     class LinearFn:

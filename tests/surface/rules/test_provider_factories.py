@@ -7,19 +7,13 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from test_surface import make_project, make_wheel
 
-from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.project import scan_source
 from compat.tooling.gate.surface.release_gate import surface_gate
 
-TRAINING = """
-    def get_model(model_provider_func, model_type=None):
-        return [model_provider_func(pre_process=True, post_process=True, config=None)]
-    def pretrain(dataset_provider, model_provider, model_type=None):
-        return get_model(model_provider, model_type)
-    """
+from ..builders import make_project, provider_candidate
+
 FACTORIES = """
     import functools
     def build(cfg, pre_process=True, post_process=True):
@@ -51,12 +45,8 @@ FACTORIES = """
 
 @pytest.fixture
 def candidate(tmp_path, monkeypatch):
-    cache = tmp_path / "cache" / "wheels"
-    monkeypatch.setenv("MCORE_COMPAT_CACHE", str(cache.parent))
-    files = {"megatron/__init__.py": "", "megatron/training/__init__.py": "", "megatron/training/setup.py": TRAINING}
-    path = make_wheel(cache, "0.4.0", files)
-    monkeypatch.setattr(refresh, "list_releases", lambda *a, **k: {"0.4.0": False})
-    return path
+    """PROVIDER_TRAINING's release 0.4.0 (builders.py)."""
+    return provider_candidate(tmp_path, monkeypatch)
 
 
 def gate(tmp_path, candidate, train: str) -> set:

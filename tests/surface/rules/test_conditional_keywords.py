@@ -5,13 +5,13 @@ projects of our own against a tiny synthetic candidate (the shapes of 0.19.2's `
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, make_wheel
-from test_surface_classes import SPEC_UTILS
 
 from compat.tooling import refresh
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.conditions import always, describe, simplify
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import SPEC_UTILS, make_project, make_wheel
 
 LAYER = """
     from megatron.core.spec_utils import build_module

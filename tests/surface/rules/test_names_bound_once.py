@@ -5,10 +5,11 @@ synthetic candidate whose get_model passes ``config=`` to the provider, which th
 from __future__ import annotations
 
 import pytest
-from test_surface import make_project, synthetic_releases
 
 from compat.tooling.gate.surface import check as c
 from compat.tooling.gate.surface.release_gate import surface_gate
+
+from ..builders import make_project, synthetic_releases
 
 TRAINING = """
     def get_model(model_provider_func):
