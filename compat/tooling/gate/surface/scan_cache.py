@@ -51,14 +51,21 @@ def view_of(asked, exports: dict) -> tuple:
     return tuple(sorted((module, name, (exports.get(module) or {}).get(name)) for module, name in asked))
 
 
-def _scanner_digest() -> bytes | None:
-    """Every module of this package (not only the scanner's: a helper it comes to import is covered too)."""
+def scanner_sources() -> list[Path]:
+    """The source files a scan's results depend on: every module of this package and its subpackages (the
+    detectors), and the AST helpers they share with the rest of the tooling (not only the scanner's: a helper it
+    comes to import is covered too)."""
     here = Path(__file__).resolve().parent
+    return sorted(here.rglob("*.py")) + [here.parents[1] / "ast_tools.py"]
+
+
+def _scanner_digest() -> bytes | None:
+    root = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256(_FORMAT + sys.version.encode())  # the trees ast.parse gives differ between Pythons
     try:
-        modules = sorted(here.glob("*.py"))
+        modules = scanner_sources()
         for path in modules:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     except OSError:  # no source beside the code (a frozen or zipped install): nothing is cached
         return None
     return digest.digest() if modules else None
