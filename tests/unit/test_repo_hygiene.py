@@ -1,4 +1,4 @@
-"""Tracked files carry no machine's paths, edit sys.path only where a script truly needs it, and tests do not import
+"""Tracked files carry no machine's paths, edit sys.path only in tests/conftest.py, and tests do not import
 benchmarks/."""
 from __future__ import annotations
 
@@ -54,7 +54,9 @@ def test_no_machine_paths_in_tracked_files():
 
 def test_sys_path_is_edited_only_where_allowed():
     editing = {name for name in tracked_files() if name.endswith((".py", ".sh")) and SYS_PATH_EDIT.search(text_of(name))}
-    assert editing - set(SYS_PATH_ALLOWED) == set(), "run it as a module (python -m ...) instead"
+    assert editing - set(SYS_PATH_ALLOWED) == set(), ("run it as a module (python -m ...) from the root, give a child "
+                                                      "process PYTHONPATH, or load a test folder's file with "
+                                                      "tools/siblings.py instead")
     assert set(SYS_PATH_ALLOWED) - editing == set(), "an allowed edit is gone: drop it from SYS_PATH_ALLOWED"
 
 
