@@ -34,6 +34,7 @@ sessions); a bare `nox` therefore runs everything. CI runs `nox -t cpu`.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -48,8 +49,23 @@ import nox.project
 import nox.virtualenv
 
 ROOT = Path(__file__).resolve().parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+
+
+def _import_from_checkout(name: str) -> None:
+    """The checkout's top-level package ``name``, imported from its folder next to this file. nox runs this file by
+    path (its own importlib load), so the checkout is not on sys.path: nox moves to this folder, but a console script
+    has its bin/ first, not the working directory. Loaded by file path, not listed in the script block above: there
+    a copy of compat would go stale as compat/ changes (nox reuses that venv while the block's dependencies are
+    installed), and tools/ is in no wheel. Whatever Python runs nox, these are this working tree's compat and tools."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / name / "__init__.py",
+                                                  submodule_search_locations=[str(ROOT / name)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_import_from_checkout("compat")
+_import_from_checkout("tools")
 
 from compat.tooling import host_matrix, torchrun  # noqa: E402  (install mechanism and launch commands, shared with hosts)
 from tools.matrix import load_matrix  # noqa: E402  (needs pyyaml: in the script block)
@@ -352,6 +368,14 @@ CKPT_DEPS = ["psutil"]  # dist_checkpointing's forked writer needs it; without i
 CKPT_PYTHON: dict[str, str] = {}  # "<backend>:<version>" -> python of that pin's lane venv (filled by its session)
 
 
+def _lane_env() -> dict[str, str | None]:
+    """The lane scripts' environment: they run as scripts (`python tests/ckpt/lane.py`) and import the checkout's
+    tools/, so the root goes on PYTHONPATH (the lane venv's compat is this checkout's, editable: first or not, the
+    same files); their worker.py processes get theirs from tools/lane_common.worker_env."""
+    return {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
 def _ckpt_pins(pins) -> list:
     """The pins from tests/ckpt/expected.yaml's first_saver on (older pins cannot save on the matrix's torch)."""
     import yaml
@@ -392,7 +416,7 @@ def _ckpt_pair_session(old, new, *, gpu: bool):
             if python is None:
                 session.error(f"the lane venv of {pin.version} was not built in this run (was --no-deps given?)")
             pythons.append(python)
-        env = {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"}
+        env = _lane_env()
         # the comparison's own tests first: verdicts from a comparison that cannot see a lost moment mean nothing
         session.run(pythons[1], "-m", "pytest", "tests/ckpt", "-q", "-p", "no:cacheprovider", external=True, env=env)
         session.run(pythons[1], "tests/ckpt/lane.py", "pair", "--old", old.version, "--new", new.version,
@@ -444,7 +468,7 @@ def _equiv_pin_session(pin):
         if python is None:
             session.error(f"the lane venv of {pin.version} was not built in this run (was --no-deps given?)")
         session.run(python, "tests/equiv/lane.py", "pin", "--version", pin.version, "--python", python,
-                    *session.posargs, external=True, env={"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"})
+                    *session.posargs, external=True, env=_lane_env())
 
     session_fn.__doc__ = f"equivalence lane: train the lane's GPTModel on megatron-core {pin.version} (2 gloo ranks)"
     return session_fn
@@ -453,7 +477,7 @@ def _equiv_pin_session(pin):
 def _equiv_compare_session(pins):
     def session_fn(session: nox.Session) -> None:
         python = CKPT_PYTHON.get(f"gloo:{pins[-1].version}")
-        env = {"PYTHONDONTWRITEBYTECODE": None, "OMP_NUM_THREADS": "1"}
+        env = _lane_env()
         session.run(python, "-m", "pytest", "tests/equiv", "-q", "-p", "no:cacheprovider", external=True, env=env)
         session.run(python, "tests/equiv/lane.py", "compare", "--require-all", *session.posargs, external=True,
                     env=env)

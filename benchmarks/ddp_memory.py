@@ -21,7 +21,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 from compat import version as _v  # noqa: E402
 
-RUN = ("import json, sys; sys.path[:0] = [{integration!r}, {root!r}]; import ddp_harness; "
+RUN = ("import json, ddp_harness; "  # the harness and the checkout: PYTHONPATH, set by run_pin
        "json.dump(ddp_harness.run_cases(ddp_harness.default_cases()), open({out!r}, 'w'))")
 
 
@@ -36,7 +36,9 @@ def find_pythons(venv_root: Path | None) -> dict[str, Path]:
 def run_pin(python: Path, out: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["OMP_NUM_THREADS"] = "1"
-    code = RUN.format(integration=str(ROOT / "tests" / "integration"), root=str(ROOT), out=str(out))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests" / "integration"), str(ROOT),
+                                         *filter(None, [env.get("PYTHONPATH")])])
+    code = RUN.format(out=str(out))
     subprocess.run([str(python), "-c", code], check=True, env=env, cwd=ROOT, timeout=900)
     return json.loads(out.read_text())
 

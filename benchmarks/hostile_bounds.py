@@ -20,10 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tools.siblings import load_file
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "unit"))  # the catalogue imports its siblings by bare name, as pytest does
-import hostile_inputs as H  # noqa: E402
-import test_hostile as T  # noqa: E402
+# tests/unit's catalogue, whose modules import their siblings by bare name (as pytest's rootdir mode lets them)
+H = load_file(ROOT / "tests" / "unit" / "hostile_inputs.py")
+T = load_file(ROOT / "tests" / "unit" / "test_hostile.py")
 
 OUT = ROOT / "benchmarks" / "results" / "hostile_bounds.json"
 TIME = "/usr/bin/time"
@@ -49,7 +51,9 @@ except CandidateError as exc:
 
 
 def timed(argv: list[str], cwd: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "utf-8"}
+    # the checkout, and tests/unit for PRECHECK_PROGRAM's hostile_inputs
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "unit")]),
+           "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run([TIME, "-v", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
     stats = dict(re.findall(r"^\s*(.+?): (.+)$", proc.stderr, re.M))

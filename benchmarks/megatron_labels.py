@@ -15,17 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
+from compat import version as v
+from tools.siblings import load_file
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "contract"))  # label_cases imports live_helpers by bare name, as pytest does
-
-from argparse_cases import LAUNCH, config_kwargs_from_args, has_training  # noqa: E402
-from label_cases import LABELS, cases_for, compat_outcomes, decode_kwargs, documented, real_class, real_outcome  # noqa: E402
-
-from compat import version as v  # noqa: E402
+# tests/contract's cases (label_cases imports live_helpers by bare name, as pytest's rootdir mode lets it)
+AC = load_file(ROOT / "tests" / "contract" / "argparse_cases.py")
+LC = load_file(ROOT / "tests" / "contract" / "label_cases.py")
 
 # A refusal of the real class that names a package this CPU host lacks: the same config passes where it is installed
 ENVIRONMENT = re.compile(r"TransformerEngine|Transformer Engine|\bTE\b|[Aa]pex|is not available|not installed")
@@ -33,19 +32,19 @@ ENVIRONMENT = re.compile(r"TransformerEngine|Transformer Engine|\bTE\b|[Aa]pex|i
 
 def measure() -> dict:
     installed = v.installed_version()
-    per_tag = {tag: Counter() for tag in LABELS["tags"]}
+    per_tag = {tag: Counter() for tag in LC.LABELS["tags"]}
     false_refusals, refusal_kinds = [], Counter()
-    for case in cases_for(installed):
+    for case in LC.cases_for(installed):
         c = per_tag[case["tag"]]
         c["cases_with_class"] += 1
         try:
-            kwargs = decode_kwargs(case["kwargs"])
+            kwargs = LC.decode_kwargs(case["kwargs"])
         except LookupError:
             c["enum_member_absent"] += 1
             continue
-        real = real_outcome(real_class(case["config"]), kwargs)
+        real = LC.real_outcome(LC.real_class(case["config"]), kwargs)
         c["real_accepts" if real is None else "real_refuses"] += 1
-        outcomes = compat_outcomes(case["config"], kwargs, installed)
+        outcomes = LC.compat_outcomes(case["config"], kwargs, installed)
         if real is not None:
             refused = any(e is not None for e in outcomes.values())
             c["compat_refuses_too" if refused else "compat_passes_on"] += 1
@@ -55,7 +54,7 @@ def measure() -> dict:
         for path, error in outcomes.items():
             if error is None:
                 c[f"{path}_accepts"] += 1
-            elif (row := documented(error)) is not None:
+            elif (row := LC.documented(error)) is not None:
                 c[f"{path}_documented_refusal"] += 1
                 refusal_kinds[row["kind"]] += 1
             else:
@@ -64,33 +63,33 @@ def measure() -> dict:
                                        "error": f"{type(error).__name__}: {error}"[:300]})
     return {"version": installed, "tags": {t: dict(sorted(c.items())) for t, c in per_tag.items()},
             "documented_refusals": dict(refusal_kinds), "false_refusals": false_refusals,
-            "launch_scripts": measure_launch_scripts(installed) if has_training() else None}
+            "launch_scripts": measure_launch_scripts(installed) if AC.has_training() else None}
 
 
 def measure_launch_scripts(installed: str) -> dict:
     out = {}
     for split in ("dev", "eval"):
         c, refusals = Counter(), []
-        for script in (s for s in LAUNCH["scripts"] if s["set"] == split):
+        for script in (s for s in AC.LAUNCH["scripts"] if s["set"] == split):
             c["scripts"] += 1
             try:
-                config, kwargs = config_kwargs_from_args(script["args"])
+                config, kwargs = AC.config_kwargs_from_args(script["args"])
             except (Exception, SystemExit):
                 c["megatron_parser_refuses"] += 1
                 continue
             c["built"] += 1
-            real = real_outcome(real_class(config), kwargs)
+            real = LC.real_outcome(LC.real_class(config), kwargs)
             c["real_accepts" if real is None else "real_refuses"] += 1
-            for path, error in compat_outcomes(config, kwargs, installed).items():
+            for path, error in LC.compat_outcomes(config, kwargs, installed).items():
                 if error is None:
                     c[f"{path}_accepts"] += 1
                     continue
-                kind = "false_refusal" if real is None and documented(error) is None else \
+                kind = "false_refusal" if real is None and LC.documented(error) is None else \
                     "refusal_real_also_refuses" if real is not None else "documented_refusal"
                 c[f"{path}_{kind}"] += 1
                 refusals.append({"file": script["file"], "path": path, "kind": kind, "real": real,
                                  "error": f"{type(error).__name__}: {error}"[:300]})
-        out[split] = {"projects": sorted({s["project"] for s in LAUNCH["scripts"] if s["set"] == split}),
+        out[split] = {"projects": sorted({s["project"] for s in AC.LAUNCH["scripts"] if s["set"] == split}),
                       "counts": dict(sorted(c.items())), "refusals": refusals}
     return out
 

@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from run_policy import SLOW_SKIP_REASON, hypothesis_profile, in_ci, runs_slow_tests  # tests/: this file's folder
 
 # The checkout's tools/ package (matrix, smoke, layout, ...) for every test, whatever the runner put on sys.path:
-# appended, so `import compat` still finds the installed package first where one is installed.
+# appended, so `import compat` still finds the installed package first where one is installed. The one sys.path edit
+# of the checkout (tests/unit/test_repo_hygiene.py). Not pytest's `pythonpath` ini option: it prepends, and pytest 9
+# applies it before loading the pytest11 plugins, so in the unit session (a real wheel, PYTHONSAFEPATH) the entry
+# point compat.tooling.pytest_gloo and every test would import ./compat instead of the installed package
+# (tests/unit/test_installed_package.py). A dependency group installs no tools/ (it is in no wheel).
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.append(_ROOT)
-
-from run_policy import SLOW_SKIP_REASON, hypothesis_profile, in_ci, runs_slow_tests  # noqa: E402  (tools/ on sys.path first)
 
 settings.register_profile("full", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,13 +1,18 @@
-"""What the two lane scripts (tests/ckpt/lane.py, tests/equiv/lane.py) share: their launch options, and loading one
-as a module the way running it sees its imports."""
+"""What the two lane scripts (tests/ckpt/lane.py, tests/equiv/lane.py) share: their launch options, loading one
+as a module the way running it sees its imports, and the environment their worker.py processes start with.
+
+The lane scripts import tools/ and so run from the checkout root with it on PYTHONPATH
+(``PYTHONPATH=. python tests/ckpt/lane.py ...``; the nox lane sessions set it)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+
+from tools.siblings import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,17 +32,24 @@ def add_launch_options(parser: argparse.ArgumentParser, *, timeout_env: str, tor
 
 
 def load_script(path: str | Path, name: str) -> ModuleType:
-    """A script's own directory first on sys.path (``python tests/ckpt/lane.py`` gives it that), the module under a
+    """A lane script as a module, its bare imports of its own folder's modules (``import compare``) resolved as
+    ``python tests/ckpt/lane.py`` resolves them (tools/siblings.py; nothing is put on sys.path), the module under a
     name of its own (both lanes are files named lane.py). ``path`` relative to the checkout (or absolute); the module is
-    registered in sys.modules as ``name``."""
+    run afresh on every call and registered in sys.modules as ``name``."""
     script = Path(path) if Path(path).is_absolute() else ROOT / path
-    folder = str(script.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, script)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {script} as a module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    sys.modules.pop(name, None)
+    return load_file(script, name)
+
+
+# What a lane's worker.py (a script: its own folder comes first on sys.path) imports from elsewhere in the checkout:
+# the DDP harness, the checkpoint lane's patches (the equivalence worker uses them too), and compat and tools/ from the
+# root where the venv has no compat installed (a lane venv has this checkout's, editable: the same files).
+WORKER_PATH = (ROOT / "tests" / "integration", ROOT / "tests" / "ckpt", ROOT)
+
+
+def worker_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's environment) with WORKER_PATH ahead of its PYTHONPATH, for starting a lane's
+    worker.py (directly, or under torchrun, whose ranks inherit it)."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, WORKER_PATH), *filter(None, [env.get("PYTHONPATH")])])
+    return env

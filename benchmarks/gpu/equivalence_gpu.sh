@@ -40,7 +40,7 @@ for v in $LANE; do
     >> "$LOG" 2>&1
   echo "== ddp-nccl $v rc=$? wall=$(( $(date +%s) - start ))s" | tee -a "$LOG"
 done
-python3 tests/equiv/lane.py compare --backend nccl >> "$LOG" 2>&1
+PYTHONPATH="$PWD" python3 tests/equiv/lane.py compare --backend nccl >> "$LOG" 2>&1
 echo "== compare rc=$?" | tee -a "$LOG"
 cp benchmarks/results/equivalence_nccl.json benchmarks/results/equivalence_nccl.md "$OUT"/ 2>/dev/null
 exit 0

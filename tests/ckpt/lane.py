@@ -3,6 +3,9 @@
     python tests/ckpt/lane.py pair --old 0.18.2 --new 0.19.2 --old-python P --new-python P [--backend gloo]
     python tests/ckpt/lane.py table          re-render benchmarks/results/ckpt_lane.md from the JSON
 
+The checkout root must be on PYTHONPATH (the script imports tools/; the nox lane sessions set it):
+``PYTHONPATH=. python tests/ckpt/lane.py ...`` from the root.
+
 ``pair`` runs worker.py's save side with the old pin's python and its load side with the new pin's python (each
 in its own process group, killed whole on timeout; anything still alive in the group afterwards is a process
 left behind), evaluates every variant with compare.py, holds the outcome against tests/ckpt/expected.yaml, and
@@ -24,15 +27,19 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))  # first on sys.path when run; tools/lane_common.py when loaded
+import compare  # this folder's: first on sys.path when run, found by tools/siblings.py when loaded as a module
+
+try:  # the checkout's tools/: the root on PYTHONPATH (the nox lane sessions set it)
+    from tools.lane_common import add_launch_options, subcommand_parser, worker_env
+    from tools.results import RECORDED, results_dir_for
+except ModuleNotFoundError as exc:
+    if exc.name != "tools":
+        raise
+    raise SystemExit(f"{__file__} imports the checkout's tools/: run it from the checkout root as "
+                     f"`PYTHONPATH=. python tests/ckpt/lane.py ...`") from None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installed compat still comes first)
-    sys.path.append(REPO_ROOT)
-
-import compare  # noqa: E402
-
-from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
-from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 EXPECTED = os.path.join(HERE, "expected.yaml")
 RESULTS_DIR = str(RECORDED)  # the tracked results (tools/results.py owns the path)
@@ -58,7 +65,7 @@ def run_side(python, side, workdir, *, backend, timeout, plan=None, torchrun=Fal
         cmd = [python, worker, *common]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, start_new_session=True)
+    proc = subprocess.Popen(cmd, start_new_session=True, env=worker_env())
     facts = {"timed_out": False}
     try:
         proc.wait(timeout + 60)  # the launcher enforces `timeout` on its ranks; this catches the launcher
@@ -71,7 +78,7 @@ def run_side(python, side, workdir, *, backend, timeout, plan=None, torchrun=Fal
                  cpu_s=round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2))
     facts["group_left_behind"] = _group_leftovers(proc.pid)
     if torchrun:
-        subprocess.run([python, worker, *common, "--collect", rank_dir], check=False, timeout=120)
+        subprocess.run([python, worker, *common, "--collect", rank_dir], check=False, timeout=120, env=worker_env())
     report = {}
     if os.path.exists(out):
         with open(out, encoding="utf-8") as fh:

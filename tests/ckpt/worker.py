@@ -1,4 +1,5 @@
-"""One side of a checkpoint-lane pair, run with one pin's lane venv:
+"""One side of a checkpoint-lane pair, run with one pin's lane venv and tools/lane_common.worker_env()'s PYTHONPATH
+(tests/integration for the DDP harness; lane.py starts it so):
 
     python tests/ckpt/worker.py save --ckpt DIR --out SAVE.json [--backend gloo]
     python tests/ckpt/worker.py load --ckpt DIR --out LOAD.json --plan SAVE.json [--backend gloo]
@@ -27,10 +28,6 @@ import sys
 import tempfile
 import time
 import traceback
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-INTEGRATION = os.path.join(REPO_ROOT, "tests", "integration")
 
 WORLD_SIZE = 2
 SAVE_STEPS = 2  # steps before the save; the reference continuation is step SAVE_STEPS + 1
@@ -63,7 +60,6 @@ def main(argv=None) -> int:
         args.world_size = min(args.world_size, _cuda_device_count())
         if args.world_size < 1:
             ap.error("--backend nccl needs a CUDA device; torch.cuda.device_count() is 0")
-    sys.path.insert(0, INTEGRATION)
     from compat.tooling import torchrun as launch
 
     here = launch.torchrun_rank()
@@ -203,9 +199,6 @@ def _rank(rank, world_size, backend, init, side, ckpt_root, plan, out_dir, only=
     os.environ["MCORE_COMPAT_WORKER"] = "1"  # cpu_patches.apply refuses to run elsewhere
     if backend != "nccl":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    for path in (HERE, INTEGRATION, REPO_ROOT):
-        if path not in sys.path:
-            sys.path.insert(0, path)
     result = {"rank": rank, "side": side, "backend": backend, "error": None, "variants": {}}
     t_start = time.perf_counter()
     try:

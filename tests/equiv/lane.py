@@ -5,6 +5,9 @@
     python tests/equiv/lane.py table                   re-render benchmarks/results/equivalence.md from the JSON
     python tests/equiv/lane.py verdicts [--check]      compat/tooling/data/training_lane.json (the gate's Training section)
 
+The checkout root must be on PYTHONPATH (the script imports tools/; the nox lane sessions set it):
+``PYTHONPATH=. python tests/equiv/lane.py ...`` from the root.
+
 ``pin`` writes the plan (registry only: what compat sends that release, per variant), runs worker.py with the pin's
 python (forked ranks, or ``--torchrun``: ``python -m torch.distributed.run --standalone``), and keeps its record in
 the work dir (``MCORE_COMPAT_EQUIV_WORK``, default ``.nox/equiv-work``). ``compare`` walks every adjacent pair of
@@ -28,15 +31,19 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))  # first on sys.path when run; tools/lane_common.py when loaded
+import diffs  # this folder's: first on sys.path when run, found by tools/siblings.py when loaded as a module
+
+try:  # the checkout's tools/: the root on PYTHONPATH (the nox lane sessions set it)
+    from tools.lane_common import add_launch_options, subcommand_parser, worker_env
+    from tools.results import RECORDED, results_dir_for
+except ModuleNotFoundError as exc:
+    if exc.name != "tools":
+        raise
+    raise SystemExit(f"{__file__} imports the checkout's tools/: run it from the checkout root as "
+                     f"`PYTHONPATH=. python tests/equiv/lane.py ...`") from None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-if REPO_ROOT not in sys.path:  # the checkout, for tools/ (appended: an installed compat still comes first)
-    sys.path.append(REPO_ROOT)
-
-import diffs  # noqa: E402
-
-from tools.lane_common import add_launch_options, subcommand_parser  # noqa: E402
-from tools.results import RECORDED, results_dir_for  # noqa: E402
 
 CONFIG = os.path.join(HERE, "config.json")
 EXPECTED = os.path.join(HERE, "expected.yaml")
@@ -250,7 +257,7 @@ def run_pin(args) -> int:
     _write_json(plan_path, plan)
     cmd = worker_command(args.python, plan_path, out_dir, backend=args.backend, world_size=world_size,
                          torchrun=args.torchrun)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = worker_env({**os.environ, "OMP_NUM_THREADS": "1"})
     facts = _run_group(cmd, args.timeout, env)
     record = {"version": args.version, "backend": args.backend, "world_size": world_size,
               "launcher": "torchrun" if args.torchrun else "fork", "plan": plan, "run": facts,
@@ -533,7 +540,7 @@ def run_verdicts(args) -> int:
         with open(TRAINING_DATA, encoding="utf-8") as fh:
             same = fh.read() == text
         if not same:
-            print(f"{TRAINING_DATA} is stale: run python tests/equiv/lane.py verdicts", file=sys.stderr)
+            print(f"{TRAINING_DATA} is stale: run PYTHONPATH=. python tests/equiv/lane.py verdicts", file=sys.stderr)
         return 0 if same else 1
     atomic_write_text(TRAINING_DATA, text)
     return 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 import copy
 import os
 
+import diffs
+
 from tools.lane_common import load_script
 
 lane = load_script("tests/equiv/lane.py", "equiv_lane")  # tests/ckpt has a lane.py too: a name of its own
-import diffs  # noqa: E402  (tests/equiv, put on sys.path by load_script)
 
 NAMES = ["embedding.word_embeddings.weight", "decoder.layers.0.mlp.linear_fc1.weight"]
 

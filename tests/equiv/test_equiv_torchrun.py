@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from tools.lane_common import load_script
+from tools.lane_common import load_script, worker_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -32,7 +32,7 @@ def _env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
                                                             "MASTER_PORT", "PYTEST_XDIST_WORKER")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return {**env, "OMP_NUM_THREADS": "1", **extra}
+    return worker_env({**env, "OMP_NUM_THREADS": "1", **extra})  # the workers' PYTHONPATH, and tools/ for lane.py
 
 
 def test_ddp_harness_tests_pass_on_every_torchrun_rank():

@@ -3,7 +3,9 @@
     python tests/equiv/worker.py --plan PLAN.json --out-dir DIR [--backend gloo] [--world-size 2]
     torchrun --standalone --nproc_per_node=2 tests/equiv/worker.py --plan PLAN.json --out-dir DIR
 
-Run with the pin's python. PLAN.json (written by lane.py, from the registry alone) holds the variants, each with the
+Run with the pin's python and tools/lane_common.worker_env()'s PYTHONPATH (lane.py starts it so): the DDP harness
+(tests/integration) and the checkpoint lane's patches (tests/ckpt) come after this folder, which a script has first
+(tests/ckpt has a worker.py too). PLAN.json (written by lane.py, from the registry alone) holds the variants, each with the
 overrides compat resolves and builds into TransformerConfig, OptimizerConfig and DistributedDataParallelConfig.
 Without torchrun this launcher imports torch + megatron once and forks ``--world-size`` ranks (file:// store); under
 torchrun every process is a rank (env:// rendezvous; compat/tooling/torchrun.py). Each rank writes
@@ -26,15 +28,7 @@ import tempfile
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-INTEGRATION = os.path.join(REPO_ROOT, "tests", "integration")
-CKPT = os.path.join(REPO_ROOT, "tests", "ckpt")
-for _path in (REPO_ROOT, CKPT, INTEGRATION, HERE):  # HERE first: tests/ckpt has a worker.py too
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from compat.tooling import torchrun as launch  # noqa: E402
+from compat.tooling import torchrun as launch
 
 PG_TIMEOUT_S = 120
 

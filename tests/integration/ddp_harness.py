@@ -32,12 +32,7 @@ import tempfile
 import time
 import traceback
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from compat.tooling import torchrun as launch  # noqa: E402
+from compat.tooling import torchrun as launch
 
 HIDDEN = 64
 NUM_LINEARS = 3
@@ -569,9 +564,6 @@ def run_rank(rank, world_size, backend, init_method, cases, mutation_trap, *, lo
     if backend != "nccl":  # the CPU path behaves the same on a GPU host: hide the GPUs
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for p in (HERE, REPO_ROOT):
-        if p not in sys.path:
-            sys.path.append(p)
     result = {"rank": rank, "world_size": world_size, "backend": backend, "cases": {}, "error": None,
               "init_method": init_method.split(":")[0]}
     t_start = time.perf_counter()

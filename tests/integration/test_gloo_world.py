@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 import pytest
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
 
 pytestmark = pytest.mark.megatron  # conftest.py skips it without megatron-core; every pin session runs it
 

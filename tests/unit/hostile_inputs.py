@@ -37,11 +37,9 @@ class Run:
 
 
 # ``python -m compat`` that records its own peak memory at exit. VmHWM belongs to the address space, which exec
-# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec. The checkout is
-# appended to sys.path (tools/ for the matrix gate; compat where none is installed): the unit session's installed
-# package comes first.
-_MEASURED = f"""import atexit, os, runpy, sys
-sys.path.append({str(ROOT)!r})
+# replaces; ru_maxrss would not do: Linux carries the parent's high-water mark across fork and exec. What it imports
+# is what this process imports (child_pythonpath).
+_MEASURED = """import atexit, os, runpy, sys
 def _peak():
     try:
         with open('/proc/self/status') as fh:
@@ -153,6 +151,14 @@ def _process_state(cwd, env):
         tempfile.tempdir = saved_tempdir
 
 
+def child_pythonpath(env=None) -> str:
+    """PYTHONPATH for a child that imports what this process imports: ``env``'s own PYTHONPATH (if any), then this
+    process's sys.path in its order. So the unit session's installed compat stays ahead of the checkout that
+    tests/conftest.py appends (for tools/, the matrix gate's; compat where none is installed), and tests/unit (the
+    catalogue's own folder, on sys.path in a pytest run) is there for PRECHECK_PROGRAM."""
+    return os.pathsep.join([*filter(None, [(env or {}).get("PYTHONPATH")]), *(p for p in sys.path if p)])
+
+
 def run_python(code: str, *, timeout=120) -> Run:
     """Python ``code`` in a child (the installed compat, else this checkout's), with its exit code, output and peak memory."""
     return _run_measured(_MEASURED + code, [], timeout=timeout)
@@ -162,7 +168,7 @@ def _run_measured(program: str, args, *, cwd=None, env=None, stdout=None, timeou
     with tempfile.TemporaryDirectory() as scratch:
         peak = Path(scratch) / "peak"
         full_env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {}),
-                    "HOSTILE_PEAK_FILE": str(peak)}
+                    "PYTHONPATH": child_pythonpath(env), "HOSTILE_PEAK_FILE": str(peak)}
         full_env.pop("MCORE_COMPAT_TRACEBACK", None)
         with open(peak.with_name("out"), "w+b") as out, open(peak.with_name("err"), "w+b") as err:
             proc = subprocess.Popen([sys.executable, "-c", program, *map(str, args)], cwd=cwd or ROOT,
@@ -504,6 +510,6 @@ def precheck_outcome(source: str, value: str) -> dict:
 
 
 # In a child, for checks that would take gigabytes if the evaluator's caps failed (the child's peak memory is read).
-PRECHECK_PROGRAM = (f"import json, sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+PRECHECK_PROGRAM = ("import json\n"  # hostile_inputs from tests/unit: on the child's PYTHONPATH (child_pythonpath)
                     "from hostile_inputs import precheck_outcome\n"
                     "print(json.dumps(precheck_outcome({source!r}, {value!r})))\n")

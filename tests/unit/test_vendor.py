@@ -82,14 +82,15 @@ def test_manifest_records_version_registry_and_hashes(vendored):
 
 
 def test_vendored_copy_runs_isolated_with_only_stdlib_and_packaging(tmp_path, vendored):
-    # -I keeps site-packages; -S drops it. packaging is copied next to the host so nothing else is importable.
+    # -S drops site-packages; the environment is built here (no PYTHON* variable of ours, PYTHONSAFEPATH: no working
+    # directory), so the child's PYTHONPATH (the host project, and packaging copied next to it) is all it can import
+    # beyond the standard library.
     deps = tmp_path / "deps"
     shutil.copytree(Path(packaging.__file__).parent, deps / "packaging",
                     ignore=shutil.ignore_patterns("__pycache__"))
     modules = sorted(p.stem for p in vendored.glob("*.py") if p.stem not in ("__init__", "__main__"))
     script = f"""
 import importlib, json, sys
-sys.path[:0] = {[str(tmp_path), str(deps)]!r}
 import hostpkg._vendor.mcore_compat as m
 out = {{"fsdp": repr(m.ddp_kwargs({{"use_megatron_fsdp": True}}, None, "0.13.1", dtype_format="str")),
        "resolver": repr(m.resolve_ddp_overrides({{}}, {{}})),
@@ -100,8 +101,10 @@ out["heavy"] = sorted(k for k in sys.modules if k.split(".")[0] in ("torch", "me
 out["site"] = [p for p in sys.path if "site-packages" in p]
 print(json.dumps(out))
 """
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", script], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(PYTHONPATH=os.pathsep.join([str(tmp_path), str(deps)]), PYTHONSAFEPATH="1")
+    proc = subprocess.run([sys.executable, "-S", "-B", "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["fsdp"] == "{'use_custom_fsdp': True}"
