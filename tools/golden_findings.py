@@ -34,7 +34,7 @@ from compat.tooling.gate.surface.release_gate import check_model
 CASES_DIR = Path(__file__).resolve().parents[1] / "tests" / "surface" / "golden"
 REQUIRED = ("case.json", "candidate", "project", "expected.json")
 # every Finding field that says what the gate found, in this order (on_against: always None without --against)
-FIELDS = ("path", "line", "name", "kind", "guarded", "guard", "use", "instead", "close", "history", "also_at")
+FIELDS = ("path", "line", "name", "kind", "rule", "guarded", "guard", "use", "instead", "close", "history", "also_at")
 
 
 def case_names() -> list[str]:

@@ -10,7 +10,7 @@ MAX_ATTRIBUTES = 15
 MAX_DETECTOR_LINES = 400
 # records, not behaviour: a frozen dataclass whose fields are the data one finding or use carries (the scan cache
 # and check.py read them by name)
-RECORDS = {"uses.py": {"Use"}}
+RECORDS = {"uses.py": {"Use"}, "check.py": {"Finding"}}
 
 
 def _modules():

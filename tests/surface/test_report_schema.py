@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+from compat.tooling.gate.surface import detectors
 from compat.tooling.gate.surface.kinds import FindingKind, GuardKind
 
 REPORT_FIELDS = {"candidate", "source", "project", "against", "exit_code", "summary", "scan", "history_releases",
                  "notes", "findings"}
 FINDING_FIELDS = {"path", "line", "name", "kind", "guarded", "guard", "instead", "close", "history", "use",
-                  "also_at", "on_against"}
+                  "also_at", "on_against", "rule"}
 
 CANDIDATE = {"megatron/core/utils.py": "def helper(a, *, b=1):\n    pass\n"}
 PROJECT = {"app/__init__.py": "", "app/run.py": """
@@ -30,6 +31,8 @@ def test_report_and_finding_fields_are_pinned(surface_report):
     kinds = {f["kind"] for f in data["findings"]}
     assert kinds <= {k.value for k in FindingKind}
     assert {"missing name", "unexpected keyword"} <= kinds
+    assert {f["rule"] for f in data["findings"]} <= {rule.id for rule in detectors.rules()}
+    assert {"imports", "megatron_calls"} <= {f["rule"] for f in data["findings"]}
     assert any(f["guarded"] and f["guard"].startswith(GuardKind.TRY.value) for f in data["findings"])
 
 

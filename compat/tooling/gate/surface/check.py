@@ -56,6 +56,7 @@ class Finding:
     use: str = ""  # how the project touches it: module, import, attribute, call, probe
     also_at: list = field(default_factory=list)  # further lines in the same file failing the same way
     on_against: bool | None = None  # fails the same way on the --against release (None: no --against)
+    rule: str = ""  # the detector whose use this is (detectors.rules(): the catalogue in docs/surface-gate.md)
     _use: object = field(default=None, repr=False, compare=False)  # the project Use (for history)
     _failure: Failure | None = field(default=None, repr=False, compare=False)
     _guard: tuple | None = field(default=None, repr=False, compare=False)  # the guard tuple behind ``guard``
@@ -307,7 +308,7 @@ def check(scan, surface: Surface) -> list[Finding]:
             if key in findings or (here is not None and here.below(failure.name, ".")):
                 continue  # a.b is missing on this line: a.b.c is not reported as well
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
-                              failure.detail, use=use.how, _use=use, _failure=failure,
+                              failure.detail, use=use.how, rule=use.rule, _use=use, _failure=failure,
                               _guard=found[1] if found else None)
             findings[key] = finding
             failing_at.setdefault((use.path, line), _Names()).add(failure.name)
@@ -319,7 +320,7 @@ def check(scan, surface: Surface) -> list[Finding]:
                 if key not in findings:
                     guard = _guard_of(use, DEPRECATED, use.name, "", surface)
                     findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
-                                            note, use=use.how, _use=use)
+                                            note, use=use.how, rule=use.rule, _use=use)
                     failing_at.setdefault((use.path, use.line), _Names()).add(use.name)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
 

@@ -82,7 +82,11 @@ def resolve_project_calls(uses: list, forwards: dict, classes: dict) -> list:
         if not parsed[VARKW]:
             continue
         named = {p[0] for p in parsed[PARAMS]}
+        rule = use.rule
         if targets[0].startswith(SELF_VALUE):
+            from .detectors.class_values import RULE as CLASS_VALUES  # the detector imports this module
+
+            rule = CLASS_VALUES.id
             callee = _class_callee(use.name.rpartition(".")[0], targets[0][len(SELF_VALUE):], classes)
             if callee is None:
                 continue
@@ -92,7 +96,7 @@ def resolve_project_calls(uses: list, forwards: dict, classes: dict) -> list:
         if landed:
             out.append(replace(use, name=targets[0], alternatives=targets[1:], keywords=tuple(k for k, _ in landed),
                                keyword_lines=tuple(line for _, line in landed), positional=None, splat=True,
-                               via=f"through {key}"))
+                               via=f"through {key}", rule=rule))
     return out
 
 

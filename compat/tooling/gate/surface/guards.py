@@ -94,7 +94,26 @@ def catches(guard: tuple, raised: str | None, names: set) -> bool:
         return raised == "attribute"
     if kind == PROBE_TAKEN:
         return bool({d.rsplit(".", 1)[-1] for d in detail} & names)
-    return kind not in (FALLBACK, PROBE_ELSE, COMPARED)  # these are decided against the candidate (check.py)
+    return kind not in _DECIDED_BY_CANDIDATE
+
+
+# decided against the candidate (check.py), whatever the failure raises
+_DECIDED_BY_CANDIDATE = (FALLBACK, PROBE_ELSE, COMPARED)
+
+
+def guards_for(raised: str | None) -> list[GuardKind]:
+    """The guard kinds that can protect a failure raising ``raised`` (import/attribute/call; None: a deprecation),
+    asked of ``catches`` itself with a guard about the failing name (the rule catalogue lists them). Swallowed
+    modules (swallowed.py) protect any failure at a module's top level and are not a guard tuple."""
+    names = {"megatron.core.name", "name"}
+    out = []
+    for kind in GuardKind:
+        if kind == GuardKind.SWALLOWED:
+            continue
+        detail = frozenset(RAISES.get(raised, ())) if kind == TRY else frozenset(names)
+        if kind in _DECIDED_BY_CANDIDATE or catches((kind, 0, detail), raised, names):
+            out.append(kind)
+    return out
 
 
 _VERSION_FLAG = re.compile(r"(mcore|megatron)_?(ge|gt|lt|le|eq)?_?v?\d")  # mcore_017, MCORE_GE_0_14

@@ -116,13 +116,13 @@ def _signature_findings(use, mine: dict, surface: Surface, previous: Surface | N
         if new or (old_names is None and not has_default):
             findings.append(Finding(path, line, f"{use.name}({name}=)", OVERRIDE, guard is not None, guard,
                                     f"the candidate's {use.name.rsplit('.', 1)[-1]} takes {name}"
-                                    f"{'' if has_default else ' (required)'}; {what} cannot receive it", use=how))
+                                    f"{'' if has_default else ' (required)'}; {what} cannot receive it", use=how, rule=use.rule))
     base_names = {p[0] for p in base[PARAMS]}
     for name, _kind, has_default in mine[PARAMS]:
         if not has_default and old_names is not None and name in old_names and name not in base_names:
             findings.append(Finding(path, line, f"{use.name}({name}=)", OVERRIDE, guard is not None, guard,
                                     f"{owner} no longer has {name}, which {what} requires: its callers do not "
-                                    "pass it", use=how))
+                                    "pass it", use=how, rule=use.rule))
     return findings
 
 
@@ -195,7 +195,7 @@ def _call_site_findings(use, mine: dict, shapes: list[str], what: str, seen: set
             seen.add(name)
             reason = guard or conditional(when)
             findings.append(Finding(path, line, name, OVERRIDE, reason is not None, reason, f"{what} {why}",
-                                    use="override"))
+                                    use="override", rule=use.rule))
     return findings
 
 
@@ -222,7 +222,7 @@ def check_call_sites(scan, surface: Surface, reported: list[Finding]) -> list[Fi
                     f" at {use.path}:{use.line}," if elsewhere else ",")
                 found = _call_site_findings(use, parse_signature(sig), shapes, what, done, elsewhere)
                 findings += [Finding(f.path, f.line, f"{f.name}->{function}", f.kind, f.guarded, f.guard, f.instead,
-                                     use="callback") for f in found]
+                                     use="callback", rule=use.rule) for f in found]
         elif use.how == "spec":
             findings += _spec_findings(use, scan, surface)
     return _one_per_def(findings, reported)
@@ -306,7 +306,7 @@ def _spec_findings(use, scan, surface: Surface) -> list[Finding]:
             reason = guard or next(filter(None, (conditional(other[label][1]) for other in per_owner)), None)
             findings.append(Finding(path, line, f"{origin}.{method}({label})", OVERRIDE, reason is not None,
                                     reason, f"{owner} {verb} its {key} from {'the' if site else 'this'} spec{site}; "
-                                    f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec"))
+                                    f"{origin.rsplit('.', 1)[-1]}.{method} {why}", use="spec", rule=use.rule))
     return findings
 
 
@@ -403,5 +403,5 @@ def check_inherited(scan, surface: Surface, releases: dict) -> list[Finding]:
         guard = _guard_of(use, MISSING_MEMBER, use.name, attr, surface)
         findings[key] = Finding(use.path, use.line, use.name, MISSING_MEMBER, guard is not None, guard,
                                 f"the base sets self.{attr} in {', '.join(had)}, not in this candidate",
-                                use="attribute")
+                                use="attribute", rule=use.rule)
     return list(findings.values())

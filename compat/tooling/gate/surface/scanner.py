@@ -284,7 +284,7 @@ class FileScanner:
         return defs.get(name) or ""
 
     # ---- recording -----------------------------------------------------------------------------------------
-    def record(self, node, paths, how: str, **extra) -> None:
+    def record(self, node, paths, how: str, *, rule: str, **extra) -> None:
         paths = tuple(p for p in paths if not owned(p, self.file.own))
         if not paths:
             return
@@ -294,7 +294,7 @@ class FileScanner:
         if how == "call" and paths[0] in self.probed:
             guards += ((g.SIGNATURE, node.lineno, None, None),)
         self.uses.append(Use(self.file.path, node.lineno, paths[0], how, guards, paths[1:],
-                             top=all(s.is_class for s in self.scopes[1:]), **extra))
+                             top=all(s.is_class for s in self.scopes[1:]), rule=rule, **extra))
 
     def push(self, kind, line, detail=None, note: str | None = None) -> None:
         self.guards.append((kind, line, frozenset(detail) if detail is not None else None, note))

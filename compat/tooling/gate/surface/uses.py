@@ -34,3 +34,4 @@ class Use:
     spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
     # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
     top: bool = False  # runs when the module is imported (in no function body; swallowed.py)
+    rule: str = ""  # the detector that recorded it (detectors/<rule>.py, its RULE)

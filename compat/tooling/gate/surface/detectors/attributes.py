@@ -29,13 +29,13 @@ def visit_attribute(scan, e) -> bool:
             scan.sets.update(paths)
         parent = scan.paths(e.value)
         if parent and isinstance(e.value, ast.Attribute):
-            scan.record(e, parent, "attribute")
+            scan.record(e, parent, "attribute", rule=RULE.id)
     else:
-        scan.record(e, paths, "attribute")
+        scan.record(e, paths, "attribute", rule=RULE.id)
     return True
 
 
 def visit_name(scan, e) -> None:
     star = scan.from_star(e.id) if type(e.ctx) is ast.Load else None
     if star:
-        scan.record(e, star, "attribute")
+        scan.record(e, star, "attribute", rule=RULE.id)

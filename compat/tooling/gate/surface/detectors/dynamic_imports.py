@@ -23,6 +23,6 @@ def claims(scan, e: ast.Call, tail: str) -> bool:
     args = e.args
     if not (args and isinstance(args[0], ast.Constant) and is_megatron(str(args[0].value), scan.own)):
         return False
-    scan.record(e, (str(args[0].value),), "module",
+    scan.record(e, (str(args[0].value),), "module", rule=RULE.id,
                 via="importlib.import_module" if tail == "import_module" else "__import__")
     return True

@@ -23,9 +23,9 @@ def visit_import(scan, s) -> None:
     if isinstance(s, ast.Import):
         for a in s.names:
             if is_megatron(a.name, scan.own):
-                scan.record(s, (a.name,), "module")
+                scan.record(s, (a.name,), "module", rule=RULE.id)
     elif s.level == 0 and is_megatron(s.module, scan.own):
-        scan.record(s, (s.module,), "module")
+        scan.record(s, (s.module,), "module", rule=RULE.id)
         for a in s.names:
             if a.name != "*":
-                scan.record(s, (f"{s.module}.{a.name}",), "import")
+                scan.record(s, (f"{s.module}.{a.name}",), "import", rule=RULE.id)

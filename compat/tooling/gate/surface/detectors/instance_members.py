@@ -31,13 +31,13 @@ def visit_attribute(scan, e) -> bool:
     held = instance_member(scan, e)
     if held:
         if isinstance(e.ctx, ast.Load):
-            scan.record(e, held[0], "attribute", via=held[1])
+            scan.record(e, held[0], "attribute", rule=RULE.id, via=held[1])
         else:
             scan.sets.update(held[0])  # the project sets it on its instance: its own from here on
         return True
     found = inherited(scan, e)
     if found:
-        scan.record(e, (found,), "attribute", via=SELF_ATTRIBUTE)
+        scan.record(e, (found,), "attribute", rule=RULE.id, via=SELF_ATTRIBUTE)
     return False
 
 

@@ -14,6 +14,7 @@ from ..kinds import FindingKind as F
 from ..providers import FACTORY, MAX_DEPTH, METHOD, call_slots, project_function
 from ..rule import Rule
 from ..scopes import Frame
+from .instance_members import RULE as _INSTANCE_MEMBERS_RULE
 from .instance_members import instance_member
 
 RULE = Rule(
@@ -33,11 +34,17 @@ def visit_call(scan, e: ast.Call, target) -> bool:
     held = None if target else instance_member(scan, e.func)
     if not (target or held):
         return False
-    record_call(scan, e, *((target, "") if target else held))
+    if target:
+        record_call(scan, e, target)
+    else:
+        record_call(scan, e, held[0], held[1], rule=INSTANCE_MEMBERS)
     return True
 
 
-def record_call(scan, e: ast.Call, target: tuple, via: str = "") -> None:
+INSTANCE_MEMBERS = _INSTANCE_MEMBERS_RULE.id
+
+
+def record_call(scan, e: ast.Call, target: tuple, via: str = "", *, rule: str = RULE.id) -> None:
     starred = any(isinstance(a, ast.Starred) for a in e.args)
     frame = scan.functions[-1].frame if len(scan.functions) == 1 else Frame()
     if frame.key and not via and not scan.guards and any(
@@ -48,7 +55,7 @@ def record_call(scan, e: ast.Call, target: tuple, via: str = "") -> None:
         if k.arg is None and isinstance(k.value, ast.Name):
             named += [(key, line) for key, line in scan.dict_keys_of(k.value.id)
                       if key not in {n for n, _ in named}]
-    scan.record(e, target, "call", keywords=tuple(n for n, _ in named),
+    scan.record(e, target, "call", rule=rule, keywords=tuple(n for n, _ in named),
                 keyword_lines=tuple(line for _, line in named),
                 positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
                 via=via, callables=callables(scan, e) if not starred else ())

@@ -23,6 +23,6 @@ def claims(scan, e: ast.Call, tail: str) -> bool:
         return False
     target = scan.paths(e.args[0])
     if target:
-        scan.record(e, target, "call", keywords=tuple(k.arg for k in e.keywords if k.arg), splat=True,
+        scan.record(e, target, "call", rule=RULE.id, keywords=tuple(k.arg for k in e.keywords if k.arg), splat=True,
                     via="functools.partial")
     return True

@@ -30,7 +30,7 @@ def claims(scan, e: ast.Call, tail: str) -> bool:
         probed = tuple(f"{p}.{args[1].value}" for p in owner)
         if tail == "hasattr" or default:
             scan.push(g.PROBE, e.lineno, {args[1].value})
-        scan.record(e, probed, "probe", via=tail + (" with default" if default else ""))
+        scan.record(e, probed, "probe", rule=RULE.id, via=tail + (" with default" if default else ""))
         if tail == "hasattr" or default:
             scan.guards.pop()
     return True

@@ -26,7 +26,8 @@ def visit_call(scan, e: ast.Call) -> None:
     if callee:
         named = [k for k in e.keywords if k.arg]
         scan.uses.append(Use(scan.path, e.lineno, callee, "call", tuple(scan.guards), keywords=tuple(
-            k.arg for k in named), keyword_lines=tuple(k.lineno for k in named), via=PROJECT_CALL))
+            k.arg for k in named), keyword_lines=tuple(k.lineno for k in named), via=PROJECT_CALL,
+            rule=RULE.id))
 
 
 def project_callee(scan, func) -> str | None:

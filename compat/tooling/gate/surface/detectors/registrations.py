@@ -30,5 +30,5 @@ def claims(scan, e: ast.Call, tail: str) -> bool:
     if not (len(args) >= 2 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
             and _DOTTED_PATH.fullmatch(args[0].value) and is_megatron(args[0].value, scan.own)):
         return False
-    replaced(scan, e, (args[0].value,), args[1])
+    replaced(scan, e, (args[0].value,), args[1], rule=RULE.id)
     return True

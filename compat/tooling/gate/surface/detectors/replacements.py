@@ -45,7 +45,7 @@ def forwards(scan, value) -> bool:
     return isinstance(value, ast.Name) and value.id in scan.file.forwarders and scan.lookup(value.id) is None
 
 
-def replaced(scan, node, paths, value) -> bool:
+def replaced(scan, node, paths, value, rule: str = RULE.id) -> bool:
     """``paths`` (a megatron callable) replaced by the project function ``value`` names: a top-level def of
     this file or one imported from a project module, read once every file is scanned (providers.DEF). False
     when ``value`` is no such function (a module object put in ``sys.modules``, a local, megatron's own)."""
@@ -58,7 +58,7 @@ def replaced(scan, node, paths, value) -> bool:
     else:
         origin = scan.file.origins.get(value.id)
     if origin:
-        scan.record(node, paths, "replacement", callables=(("replaced", value.id, "", (DEF, origin)),))
+        scan.record(node, paths, "replacement", rule=rule, callables=(("replaced", value.id, "", (DEF, origin)),))
     return bool(origin)
 
 

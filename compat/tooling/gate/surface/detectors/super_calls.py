@@ -35,8 +35,8 @@ def _super_init(scan, e: ast.Call, super_args: list) -> None:
     first = dotted(super_args[0]) if super_args else None
     if first is None or first == context.name:
         if context.base:
-            record_call(scan, e, context.base, via="super().__init__")
+            record_call(scan, e, context.base, via="super().__init__", rule=RULE.id)
         return
     named = scan.paths(super_args[0])
     if named:
-        record_call(scan, e, named, via=SUPER_AFTER)
+        record_call(scan, e, named, via=SUPER_AFTER, rule=RULE.id)
