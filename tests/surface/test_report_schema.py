@@ -42,3 +42,14 @@ def test_kinds_are_their_text():
     assert {"try/except": 1}[GuardKind.TRY] == 1
     assert len({k.value for k in FindingKind}) == len(FindingKind)  # no two kinds share a text
     assert len({k.value for k in GuardKind}) == len(GuardKind)
+
+
+def test_a_finding_is_a_frozen_record_with_its_rule(surface_report):
+    import dataclasses
+
+    import pytest
+
+    finding = surface_report(PROJECT, CANDIDATE).findings[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        finding.guarded = True
+    assert finding.rule in {rule.id for rule in detectors.rules()}

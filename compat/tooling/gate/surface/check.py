@@ -42,7 +42,7 @@ class Failure:
     line: int | None = None  # where the failing part is, when not the use's first line (a keyword)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     path: str
     line: int

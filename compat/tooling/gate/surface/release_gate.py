@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .... import version as _v
@@ -74,24 +74,25 @@ def label(model: dict, source: str) -> str:
 
 
 def enrich(findings: list, surface: Surface, releases: dict, candidate_version: str | None,
-           wheel: bool = True, shipped: set | None = None) -> None:
-    """Close names, the releases a use works in, and "not shipped" for modules no known wheel ever had.
+           wheel: bool = True, shipped: set | None = None) -> list:
+    """``findings`` with close names, the releases a use works in, and "not shipped" for modules no known wheel
+    ever had.
 
     A wheel ships part of Megatron-LM outside megatron.core (megatron.training without its tokenizer, ...): a
     module there that no known wheel had comes from a checkout, not from a removal. A checkout candidate ships
     what it has, so nothing is promoted there. ``shipped``: the modules any cached wheel ships (from their file
     lists); without it, the releases' models say."""
     histories = c.histories(findings, releases, candidate_version)
+    out = []
     for f in findings:
-        f.close = c.suggest(f, surface)
-        f.history = histories.get(id(f), {})
+        f = replace(f, close=c.suggest(f, surface), history=histories.get(id(f), {}))
         top = ".".join(f.name.split(".")[:2])
         ever = f.name in shipped if shipped is not None else bool(f.history.get("works_in"))
         if wheel and f.kind == c.MISSING_MODULE and top != "megatron.core" and releases and not ever:
-            f.kind = c.NOT_SHIPPED
-            f.instead = f"no cached megatron-core wheel ships {f.name}"
+            out.append(replace(f, kind=c.NOT_SHIPPED, instead=f"no cached megatron-core wheel ships {f.name}"))
             continue
-        f.instead = "; ".join(text for text in (f.instead, describe(f)) if text)
+        out.append(replace(f, instead="; ".join(text for text in (f.instead, describe(f)) if text)))
+    return out
 
 
 def describe(f) -> str:
@@ -124,33 +125,33 @@ def describe(f) -> str:
     return "; ".join(parts)
 
 
-def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> None:
-    """``on_against``: the same failure exists on the --against release (not caused by this candidate). A failure
-    by name is matched by location: any use on that line failing by name there (a missing name that became a
-    missing module is the same failure)."""
+def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> list:
+    """``findings`` with ``on_against``: the same failure exists on the --against release (not caused by this
+    candidate). A failure by name is matched by location: any use on that line failing by name there (a missing
+    name that became a missing module is the same failure)."""
+    if baseline is None:
+        return [replace(f, on_against=None) for f in findings]
     at: dict = {}
     for use in uses:
         at.setdefault((use.path, use.line), []).append(use)
-    for f in findings:
-        f.on_against = None
-    if baseline is None:
-        return
+    against: dict[int, bool | None] = {}
     for use, group in c.by_use(findings):  # each use once, however many findings it has
         failures, notes = c.evaluate(use, baseline)
         failing = {(x.name, x.kind) for x in failures}
         here = None  # the kinds of the failures by name of any use on this line, on the --against release
         for f in group:
             if f.kind == c.DEPRECATED:
-                f.on_against = bool(notes) and not failures
+                against[id(f)] = bool(notes) and not failures
             elif f.kind in _NAME_KINDS:
                 if here is None:
                     here = {x.kind for u in at.get((use.path, use.line), [use])
                             for x in (failures if u is use else c.evaluate(u, baseline)[0]) if x.kind in _NAME_KINDS}
                 # a package that release's wheel does not ship is not known there, not missing: a name the candidate
                 # lacks there is this candidate's failure (megatron.training before 0.17.0)
-                f.on_against = bool(here) if f.kind == c.NOT_SHIPPED else bool(here - {c.NOT_SHIPPED})
+                against[id(f)] = bool(here) if f.kind == c.NOT_SHIPPED else bool(here - {c.NOT_SHIPPED})
             else:
-                f.on_against = (f.name, f.kind) in failing
+                against[id(f)] = (f.name, f.kind) in failing
+    return [replace(f, on_against=against.get(id(f))) for f in findings]
 
 
 def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict | None = None,
@@ -165,13 +166,14 @@ def check_model(scan: ProjectScan, model: dict, source: str, *, releases: dict |
     findings = mark_swallowed(sorted(findings + overrides + check_inherited(scan, surface, releases or {}),
                                      key=lambda f: (f.path, f.line, f.name)), scan.sources)
     findings = name_what_turns_off(findings, scan.sources)
-    enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
-           shipped=shipped)
-    mark_against(findings, baseline, scan.uses)
+    findings = enrich(findings, surface, releases or {}, model.get("version"), wheel=model.get("kind") != "tree",
+                      shipped=shipped)
+    findings = mark_against(findings, baseline, scan.uses)
     if baseline is not None:  # a call-site misfit the --against release has too is not this candidate's
+        sites = {(f.path, f.line, f.name, f.use) for f in call_sites}
         before = {(f.path, f.line, f.name) for f in check_call_sites(scan, baseline, [])}
-        for f in call_sites:
-            f.on_against = (f.path, f.line, f.name) in before
+        findings = [replace(f, on_against=(f.path, f.line, f.name) in before)
+                    if (f.path, f.line, f.name, f.use) in sites else f for f in findings]
     notes = [model["cache"]] if model.get("cache") else []
     if model.get("unparsed"):
         notes.append(f"{len(model['unparsed'])} candidate files did not parse (their names are accepted): "
