@@ -68,3 +68,16 @@ def test_literal_keys_of_a_splatted_dict_are_keywords_and_the_call_never_looks_c
     expected = set() if version == "0.3.0" else {(6, c.UNEXPECTED_KEYWORD, "DatasetConfig(renormalize=)"),
                                                  (11, c.UNEXPECTED_KEYWORD, "DatasetConfig(renormalize=)")}
     assert got == expected
+
+
+def test_a_literal_dict_written_in_the_call_is_its_keywords(surface_report):
+    candidate = {"megatron/core/ops.py": "def init(size, *, order='tp'):\n    pass\n"}
+    source = """
+        from megatron.core.ops import init
+        init(**{"size": 2, "use_sharp": True})
+        init(**{"order": "dp"})
+        init(**{"size": 2, **extra})
+        """
+    found = {(f.line, f.kind, f.name) for f in surface_report({"app/run.py": source}, candidate).findings}
+    assert found == {(3, "unexpected keyword", "megatron.core.ops.init(use_sharp=)"),
+                     (4, "missing required argument", "megatron.core.ops.init(size=)")}

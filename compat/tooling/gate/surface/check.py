@@ -235,7 +235,8 @@ def protection(use, kind: str, failing: str, wanted: str, surface: Surface) -> t
         if gkind in (g.FALLBACK, g.PROBE_ELSE):
             if detail and all(_resolves(surface, name) for name in detail):
                 what = "the imports" if gkind == g.FALLBACK else "what the probe asks for"
-                return f"{gkind} that is not taken: {what} at line {line} resolve", guard
+                verb = "resolve" if gkind == g.FALLBACK else "resolves"
+                return f"{gkind} that is not taken: {what} at line {line} {verb}", guard
             continue
         if gkind == g.PROBE_TAKEN and detail and not all(_resolves(surface, name) for name in detail):
             return f"{gkind} that is not taken: the probe at line {line} finds nothing here", guard

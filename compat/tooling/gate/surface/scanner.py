@@ -415,7 +415,7 @@ class FileScanner:
         megatron instance on ``self``, in a file without megatron star imports: nothing in it can be a use, so it
         is not walked. A new kind of use that needs none of these (say,
         a megatron object kept on ``self`` in another method) must make this False where it can occur, with its case
-        in tests/unit/test_surface_speed.py's CASES (the prefilters against the full walk)."""
+        in tests/surface/test_scan_speed.py's CASES (the prefilters against the full walk)."""
         context = self.innermost_class
         if self.hints.spelled is None or self.file.stars or (context and (context.base or context.held)):
             return False

@@ -24,8 +24,9 @@ RULE = Rule(
     findings=(F.UNEXPECTED_KEYWORD, F.MISSING_REQUIRED, F.TOO_MANY_POSITIONAL, F.GIVEN_TWICE, F.MISSING_NAME,
               F.MISSING_MEMBER, F.DEPRECATED, F.OVERRIDE,),
     example="from megatron.core.models.gpt import GPTModel\nGPTModel(config=config, vp_stage=0)",
-    misses="keywords a ``**d`` carries that this scope does not build with literal keys (a splat: nothing is "
-           "reported missing); callables the project reaches through computed expressions",
+    misses="keywords a ``**d`` carries that this scope does not build with literal keys, nor writes as a literal "
+           "dict in the call (a splat: nothing is reported missing); callables the project reaches through computed "
+           "expressions",
 )
 
 
@@ -55,10 +56,19 @@ def record_call(scan, e: ast.Call, target: tuple, via: str = "", *, rule: str = 
         if k.arg is None and isinstance(k.value, ast.Name):
             named += [(key, line) for key, line in scan.dict_keys_of(k.value.id)
                       if key not in {n for n, _ in named}]
+        elif k.arg is None and _literal_dict(k.value):  # ``**{"k": v}`` written in the call: exactly those keys
+            named += [(key.value, key.lineno) for key in k.value.keys if key.value not in {n for n, _ in named}]
     scan.record(e, target, "call", rule=rule, keywords=tuple(n for n, _ in named),
                 keyword_lines=tuple(line for _, line in named),
-                positional=None if starred else len(e.args), splat=any(k.arg is None for k in e.keywords),
+                positional=None if starred else len(e.args),
+                splat=any(k.arg is None and not _literal_dict(k.value) for k in e.keywords),
                 via=via, callables=callables(scan, e) if not starred else ())
+
+
+def _literal_dict(node) -> bool:
+    """``{"k": v, ...}`` with only string-constant keys (no ``**other`` inside): what a ``**`` of it passes is known."""
+    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                              for k in node.keys)
 
 
 def callables(scan, e: ast.Call) -> tuple:
