@@ -59,7 +59,7 @@ def test_a_flag_nothing_tests_is_said_so(surface_report):
             removed_helper = None
         """
     (finding,) = surface_report({"app/__init__.py": "", "app/only.py": source}, CANDIDATE).findings
-    assert finding.guard.endswith("nothing in the project tests removed_helper")
+    assert finding.guard.endswith("nothing in the project reads removed_helper")
 
 
 def test_a_handler_that_turns_nothing_off_says_nothing_more(surface_report):
@@ -71,7 +71,7 @@ def test_a_handler_that_turns_nothing_off_says_nothing_more(surface_report):
         """
     project = {"app/__init__.py": "", "app/only.py": source, "app/local.py": "def removed_helper():\n    pass\n"}
     (finding,) = surface_report(project, CANDIDATE).findings
-    assert finding.guarded and "skips" not in finding.guard and "nothing in the project" not in finding.guard
+    assert finding.guarded and "skips" not in finding.guard and "reads" not in finding.guard
 
 
 def test_except_importerror_or_modulenotfounderror_is_an_importerror_guard(surface_report):
@@ -109,4 +109,44 @@ def test_conditional_expressions_and_asserts_are_tests_of_the_flag(surface_repor
     finding = surface_report({"app/__init__.py": "", "app/spec.py": source}, CANDIDATE).findings[0]
     assert ("with HAVE_TE off, the project skips app/spec.py:8 `HAVE_TE` (takes `'plain'`), app/spec.py:12 "
             "`HAVE_TE` (the rest of its block; without it, it stops)") in finding.guard
-    assert finding.guard.endswith("nothing in the project tests removed_norm")
+    assert "removed_norm is read at app/spec.py:8 (in no test the gate follows)" in finding.guard
+
+
+def test_an_or_with_the_flag_turned_off_and_other_reads(surface_report):
+    user = """
+        import pytest
+
+        from app.backend import megatron_available
+
+
+        def choose(version):
+            if not megatron_available or version == 1:
+                return "native"
+            else:
+                return "megatron"
+
+
+        @pytest.mark.skipif(not megatron_available, reason="no megatron")
+        def test_backend():
+            pass
+        """
+    project = {"app/__init__.py": "", "app/backend.py": BACKEND, "app/choose.py": user}
+    guard = surface_report(project, CANDIDATE).findings[0].guard
+    assert "app/choose.py:8 `not megatron_available or version == 1` (1 line)" in guard  # its else needs the flag
+    assert "app/choose.py:14" not in guard  # a decorator's argument is a read, not a test: the flag has tests
+
+
+def test_a_flag_read_only_outside_tests_is_named_with_its_reads(surface_report):
+    source = """
+        try:
+            from megatron.core.utils import removed_helper
+            HAVE_HELPER = True
+        except ImportError:
+            HAVE_HELPER = False
+
+
+        def features():
+            return {"helper": HAVE_HELPER}
+        """
+    (finding,) = surface_report({"app/__init__.py": "", "app/only.py": source}, CANDIDATE).findings
+    assert finding.guard.endswith("HAVE_HELPER is read at app/only.py:10 (in no test the gate follows)")

@@ -54,17 +54,23 @@ def _describe(files: _Files, rel: str, line: int) -> str:
                 None) if tree is not None else None
     if node is None:
         return ""
-    parts, untested = [], []
+    parts, unread = [], []
     for flag in g.disabled_names(node.handlers):
-        sites = files.switch_sites(flag, rel)
-        if not sites:
-            untested.append(flag)
-            continue
-        shown = ", ".join(sites[:MAX_SITES]) + (f" and {len(sites) - MAX_SITES} more" if len(sites) > MAX_SITES else "")
-        parts.append(f"with {flag} off, the project skips {shown}")
-    if untested:
-        parts.append(f"nothing in the project tests {', '.join(untested)}")
+        sites, reads = files.switch_sites(flag, rel)
+        if sites:
+            parts.append(f"with {flag} off, the project skips {_listed(sites)}")
+        elif reads:
+            parts.append(f"{flag} is read at {_listed(reads)} (in no test the gate follows)")
+        else:
+            unread.append(flag)
+    if unread:
+        parts.append(f"nothing in the project reads {', '.join(unread)}")
     return "; ".join(parts)
+
+
+def _listed(places: list[str]) -> str:
+    more = len(places) - MAX_SITES
+    return ", ".join(places[:MAX_SITES]) + (f" and {more} more" if more > 0 else "")
 
 
 class _Files:
@@ -91,22 +97,27 @@ class _Files:
                 self._trees[rel] = None
         return self._trees[rel]
 
-    def switch_sites(self, flag: str, home: str) -> list[str]:
-        """``rel:line `test` (what the enabled branch holds)`` for every test of ``flag``: in ``home`` by its name,
-        elsewhere where the file imports it from ``home``'s module (``from m import flag`` or ``m.flag``)."""
+    def switch_sites(self, flag: str, home: str) -> tuple[list[str], list[str]]:
+        """``rel:line `test` (what the enabled branch holds)`` for every test of ``flag``, and ``rel:line`` of every
+        read of it: in ``home`` by its name, elsewhere where the file imports it from ``home``'s module (``from m
+        import flag`` or ``m.flag``)."""
+        sites, reads = [], []
+        for rel, tree, spelled in self._readers(flag, home):
+            sites += [f"{rel}:{node.lineno} `{test}` ({held})" for node, test, held in _tests_of(tree, spelled)]
+            reads += [f"{rel}:{line}" for line in _read_lines(tree, spelled)]
+        return sites, reads
+
+    def _readers(self, flag: str, home: str):
+        """(rel, tree, how it spells the flag) of ``home`` and of each file that imports the flag from it."""
         module = project_module(home)[0]
-        sites = []
         for rel in sorted(self.paths, key=lambda r: (r != home, r)):  # its own file first
             if rel != home and (flag.encode() not in self.data(rel) or module.rsplit(".", 1)[-1].encode()
                                 not in self.data(rel)):
                 continue
             tree = self.tree(rel)
-            if tree is None:
-                continue
-            spelled = {flag} if rel == home else _names_for(tree, module, flag)
+            spelled = ({flag} if rel == home else _names_for(tree, module, flag)) if tree is not None else set()
             if spelled:
-                sites += [f"{rel}:{node.lineno} `{test}` ({held})" for node, test, held in _tests_of(tree, spelled)]
-        return sites
+                yield rel, tree, spelled
 
 
 def _names_for(tree: ast.Module, module: str, flag: str) -> set[str]:
@@ -131,20 +142,28 @@ def _spelling(node) -> str | None:
 
 
 def _reads(test, spelled: set) -> bool | None:
-    """True where ``test`` is true only with the flag on (``flag``, ``flag and x``), False where only with it off
-    (``not flag``), None where it does not read the flag that way."""
+    """True where ``test`` can be true only with the flag on (``flag``, ``flag and x``, ``flag is not None``): its
+    body needs the flag; False where it can be false only with the flag on (``not flag``, ``not flag or x``): its
+    other branch needs it; None where it does not read the flag either way."""
     if _spelling(test) in spelled:
         return True
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _reads(test.operand, spelled)
         return None if inner is None else not inner
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return True if any(_reads(v, spelled) is True for v in test.values) else None
+    if isinstance(test, ast.BoolOp):
+        needs = isinstance(test.op, ast.And)  # and: true needs every value true; or: false needs every value false
+        return needs if any(_reads(v, spelled) is needs for v in test.values) else None
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
             and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None \
             and _spelling(test.left) in spelled:
         return isinstance(test.ops[0], ast.IsNot)
     return None
+
+
+def _read_lines(tree: ast.Module, spelled: set) -> list[int]:
+    """The lines where the file reads the flag at all (a call argument, a return value, a decorator...)."""
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, (ast.Name, ast.Attribute))
+                   and isinstance(node.ctx, ast.Load) and _spelling(node) in spelled})
 
 
 def _tests_of(tree: ast.Module, spelled: set) -> list[tuple]:
