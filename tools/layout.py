@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tools import generated_block
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "compat"
 TARGET = ROOT / "docs" / "architecture.md"
@@ -125,24 +127,12 @@ def problems() -> list[str]:
 
 
 def replaced(document: str) -> str:
-    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
-    return document[:start] + "\n" + render() + "\n" + document[end:]
+    return generated_block.replaced(document, BEGIN, END, render())
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    bad = problems()
-    if bad:
-        print("\n".join(bad), file=sys.stderr)
-        return 1
-    text = TARGET.read_text(encoding="utf-8")
-    if "--check" in argv:
-        if replaced(text) != text:
-            print("docs/architecture.md's layout is stale: run python -m tools.layout", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(replaced(text), encoding="utf-8")
-    return 0
+    return generated_block.run(sys.argv[1:] if argv is None else argv, TARGET, BEGIN, END, render, problems,
+                               "python -m tools.layout")
 
 
 if __name__ == "__main__":

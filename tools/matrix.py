@@ -29,6 +29,7 @@ from compat.errors import CompatError, one_line  # noqa: E402
 from compat.tooling.archive import MIB, read_file  # noqa: E402
 from compat.tooling.fsutil import atomic_write_text, locked  # noqa: E402
 from compat.tooling.gate.registry_file import read_registry  # noqa: E402
+from compat.tooling.host_matrix import HostPin  # noqa: E402
 from compat.version import parse, sorted_versions  # noqa: E402
 
 DEFAULT_MATRIX = ROOT / "matrix.yaml"
@@ -97,28 +98,15 @@ class RecipeError(MatrixError):
 
 # ------------------------------------------------------------------------------------------- data
 @dataclasses.dataclass(frozen=True)
-class Pin:
-    version: str
-    python: str
-    torch: str
-    no_deps: bool = False
-    ignore_requires_python: bool = False
-    extra: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()  # as written in matrix.yaml
-    note: str = ""
+class Pin(HostPin):
+    """A pin as our own matrix tools see it: a host's pin (``tags`` as written in matrix.yaml) and the tags
+    load_matrix derives."""
+
     derived_tags: tuple[str, ...] = ()  # cpu/py311/oldest/newest/mcore-<v>, set by load_matrix
 
     @property
     def series(self) -> tuple[int, int]:
         return parse(self.version).release[:2]
-
-    @property
-    def torch_requirement(self) -> str:
-        return f"torch=={self.torch}"
-
-    @property
-    def megatron_requirement(self) -> str:
-        return f"megatron-core=={self.version}"
 
     @property
     def plain(self) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from compat.tooling.gate.surface import check, detectors
 from compat.tooling.gate.surface import guards as g
 from compat.tooling.gate.surface.kinds import FindingKind, GuardKind
+from tools import generated_block
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "docs" / "surface-gate.md"
@@ -103,25 +104,12 @@ def problems() -> list[str]:
 
 
 def replaced(document: str) -> str:
-    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
-    return document[:start] + "\n" + render() + "\n" + document[end:]
+    return generated_block.replaced(document, BEGIN, END, render())
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    bad = problems()
-    if bad:
-        print("\n".join(bad), file=sys.stderr)
-        return 1
-    text = TARGET.read_text(encoding="utf-8")
-    if "--check" in argv:
-        if replaced(text) != text:
-            print("docs/surface-gate.md's rule catalogue is stale: run python -m tools.rule_catalogue",
-                  file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(replaced(text), encoding="utf-8")
-    return 0
+    return generated_block.run(sys.argv[1:] if argv is None else argv, TARGET, BEGIN, END, render, problems,
+                               "python -m tools.rule_catalogue")
 
 
 if __name__ == "__main__":

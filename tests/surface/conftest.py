@@ -4,16 +4,13 @@ synthetic release history of builders.py, cached and modelled. The wheels, proje
 modules import are in builders.py."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from compat.tooling.gate.surface.cache import model_for, release_models
 from compat.tooling.gate.surface.project import scan_project
 from compat.tooling.gate.surface.release_gate import SurfaceReport, check_model
 
-from .builders import fresh_releases
+from .builders import fresh_releases, make_project
 
 
 def candidate_files(version: str, modules: dict) -> dict:
@@ -24,20 +21,14 @@ def candidate_files(version: str, modules: dict) -> dict:
                                              f"__version__ = '{version}'\n", **modules}
 
 
-def write_tree(root: Path, files: dict) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
 
 
 @pytest.fixture
 def surface_report(tmp_path):
     """``surface_report(project_files, candidate_modules, version="0.2.0")`` -> the SurfaceReport."""
     def run(project: dict, candidate: dict, version: str = "0.2.0") -> SurfaceReport:
-        tree = write_tree(tmp_path / f"candidate-{version}", candidate_files(version, candidate))
-        scan = scan_project(write_tree(tmp_path / "project", project), cache=False)
+        tree = make_project(tmp_path / f"candidate-{version}", candidate_files(version, candidate))
+        scan = scan_project(make_project(tmp_path / "project", project), cache=False)
         return check_model(scan, model_for(tree), str(tree))
     return run
 
