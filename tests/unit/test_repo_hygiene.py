@@ -76,12 +76,14 @@ def test_tests_do_not_import_benchmarks():
 
 
 # Words only the people who did the work can resolve: issue numbers, work-branch names, numbered sessions and passes.
-PROCESS_WORDS = re.compile(r"\bissues?[- ]#?\d+\b|\bh1\d[a-z]?\b|\bsessions? \d+\b|\bpass \d+\b|\bround \d+\b", re.I)
+PROCESS_WORDS = re.compile(r"\bissues?[- ]#?\d+\b|\bh1\d[a-z]?(?![a-z0-9])|\bsessions? \d+\b|\bpass \d+\b|\bround \d+\b",
+                           re.I)  # a work label also where an underscore follows it (a file or key name)
 
 
 def test_process_word_pattern():
     assert PROCESS_WORDS.search("see " + "issue" + " 15") and PROCESS_WORDS.search("branch " + "h" + "15f")
     assert PROCESS_WORDS.search("in " + "session" + " 7") and PROCESS_WORDS.search("pass" + " 3")
+    assert PROCESS_WORDS.search("$TMPDIR/" + "h" + "16_mlm") and PROCESS_WORDS.search('"' + "h" + '15s_cpu_s"')
     assert not PROCESS_WORDS.search("passes 4 positionals; 0.15.3; h100 GPUs; an issue with 2 ranks")
 
 
