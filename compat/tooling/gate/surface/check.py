@@ -57,9 +57,20 @@ class Finding:
     also_at: list = field(default_factory=list)  # further lines in the same file failing the same way
     on_against: bool | None = None  # fails the same way on the --against release (None: no --against)
     rule: str = ""  # the detector whose use this is (detectors.rules(): the catalogue in docs/surface-gate.md)
-    _use: object = field(default=None, repr=False, compare=False)  # the project Use (for history)
-    _failure: Failure | None = field(default=None, repr=False, compare=False)
-    _guard: tuple | None = field(default=None, repr=False, compare=False)  # the guard tuple behind ``guard``
+    # what it was made from: (the project Use (for history), the Failure, the guard tuple behind ``guard``)
+    _source: tuple = field(default=(None, None, None), repr=False, compare=False)
+
+    @property
+    def _use(self):
+        return self._source[0]
+
+    @property
+    def _failure(self) -> Failure | None:
+        return self._source[1]
+
+    @property
+    def _guard(self) -> tuple | None:
+        return self._source[2]
 
     @property
     def breaks(self) -> bool:
@@ -309,8 +320,8 @@ def check(scan, surface: Surface) -> list[Finding]:
             if key in findings or (here is not None and here.below(failure.name, ".")):
                 continue  # a.b is missing on this line: a.b.c is not reported as well
             finding = Finding(use.path, line, failure.name, failure.kind, guard is not None, guard,
-                              failure.detail, use=use.how, rule=use.rule, _use=use, _failure=failure,
-                              _guard=found[1] if found else None)
+                              failure.detail, use=use.how, rule=use.rule,
+                              _source=(use, failure, found[1] if found else None))
             findings[key] = finding
             failing_at.setdefault((use.path, line), _Names()).add(failure.name)
             if use.how in ("module", "import") or use.name == failure.name:
@@ -321,7 +332,7 @@ def check(scan, surface: Surface) -> list[Finding]:
                 if key not in findings:
                     guard = _guard_of(use, DEPRECATED, use.name, "", surface)
                     findings[key] = Finding(use.path, use.line, use.name, DEPRECATED, guard is not None, guard,
-                                            note, use=use.how, rule=use.rule, _use=use)
+                                            note, use=use.how, rule=use.rule, _source=(use, None, None))
                     failing_at.setdefault((use.path, use.line), _Names()).add(use.name)
     return sorted(findings.values(), key=lambda f: (f.path, f.line, f.name))
 

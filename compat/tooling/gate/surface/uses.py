@@ -26,12 +26,24 @@ class Use:
     positional: int | None = None  # None: a *args splat, or not a call
     splat: bool = False  # a **kwargs splat
     via: str = ""  # super().__init__, functools.partial, getattr default, hasattr
-    sig: str = ""  # for an override: the project method's signature (model.signature's compact form)
-    siblings: tuple = ()  # for an override: every method its class defines (they replace the base's callers)
     callables: tuple = ()  # for a call: (slot, the project function's name, its signature, where) for each
     # argument that is a project function (a model provider); slot "0" positional, "=kw" a keyword; where: see
     # providers.py (the def's (path, line), None: at the call, or a reference settled once every file is scanned)
-    spec: tuple = ()  # for a spec: (its key in the megatron class's submodules, the project class, the keywords
-    # build_module adds from the spec: "submodules" and the params' keys; None when the params are not a literal)
+    contract: tuple = ()  # the class contract it stands for: an override's (the project method's signature in
+    # model.signature's compact form, every method its class defines: they replace the base's callers); a spec's
+    # (its key in the megatron class's submodules, the project class, the keywords build_module adds from the spec:
+    # "submodules" and the params' keys; None when the params are not a literal)
     top: bool = False  # runs when the module is imported (in no function body; swallowed.py)
     rule: str = ""  # the detector that recorded it (detectors/<rule>.py, its RULE)
+
+    @property
+    def sig(self) -> str:
+        return self.contract[0] if self.how == "override" and self.contract else ""
+
+    @property
+    def siblings(self) -> tuple:
+        return self.contract[1] if self.how == "override" and self.contract else ()
+
+    @property
+    def spec(self) -> tuple:
+        return self.contract if self.how == "spec" else ()

@@ -35,7 +35,7 @@ def visit_class(scan, node: ast.ClassDef, context) -> None:
                 not decorated(item, NOT_PLAIN):
             scan.uses.append(Use(scan.path, item.lineno, f"{bases[0]}.{item.name}", "override",
                                  alternatives=tuple(f"{b}.{item.name}" for b in bases[1:]),
-                                 sig=signature(item.args), siblings=defined, rule=RULE.id))
+                                 contract=(signature(item.args), defined), rule=RULE.id))
 
 
 def _extends(scan, method) -> bool:

@@ -39,7 +39,7 @@ def visit_call(scan, e: ast.Call, target) -> None:
         origin = scan.project_class(inner)
         if k.arg and origin:
             scan.uses.append(Use(scan.path, k.value.lineno, classes[0], "spec", tuple(scan.guards),
-                                 classes[1:], spec=(k.arg, origin, added), rule=RULE.id))
+                                 classes[1:], contract=(k.arg, origin, added), rule=RULE.id))
 
 
 def visit_assign(scan, s: ast.Assign) -> None:
@@ -53,5 +53,5 @@ def visit_assign(scan, s: ast.Assign) -> None:
         if isinstance(t, ast.Attribute) and t.attr == "module" and isinstance(t.value, ast.Attribute):
             t, added = t.value, None  # the spec's params and submodules stay as they were: unknown here
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Attribute) and t.value.attr == "submodules":
-            scan.uses.append(Use(scan.path, s.lineno, "", "spec", tuple(scan.guards), spec=(t.attr, origin, added),
+            scan.uses.append(Use(scan.path, s.lineno, "", "spec", tuple(scan.guards), contract=(t.attr, origin, added),
                                  rule=RULE.id))
