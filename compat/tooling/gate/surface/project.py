@@ -42,7 +42,8 @@ from .uses import SELF_ATTRIBUTE, SUPER_AFTER, Use
 from .whole_project import resolve_whole_project
 
 __all__ = ["MAX_FILE_BYTES", "MAX_FILES", "SELF_ATTRIBUTE", "SUPER_AFTER", "ProjectError", "ProjectScan", "Use",
-           "own_packages", "parse_signature", "partial_signature", "project_module", "scan_project", "scan_source"]
+           "own_packages", "parse_signature", "partial_signature", "per_scan", "project_file_bytes", "project_module",
+           "scan_project", "scan_source"]
 
 MAX_FILES = 20_000  # .py files looked at
 MAX_FILE_BYTES = 2 << 20  # larger files are skipped and listed
@@ -101,6 +102,26 @@ def _scan(text: bytes | str, path: str, own: tuple, exports: dict | None, prefil
     text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
     return FileScanner(path, tree, own, versionish=bool(g.VERSIONISH.search(text)), exports=exports,
                         walrus=":=" in text, source=source if prefilter else None)
+
+
+def project_file_bytes(path) -> bytes:
+    """A project file's bytes under the scan's cap; b"" for one that cannot be read (the scan reported it)."""
+    try:
+        return read_file(Path(path), MAX_FILE_BYTES, "project file")
+    except (OSError, CompatError):
+        return b""
+
+
+_PER_SCAN: dict = {}  # make -> (sources, made): one per project scan, reused by every release checked against it
+
+
+def per_scan(sources: list, make):
+    """``make(sources)``, made once for one project scan's ``sources`` (``ProjectScan.sources``) and reused while
+    the releases of a window are checked against it; a new scan replaces it."""
+    known = _PER_SCAN.get(make)
+    if known is None or known[0] is not sources:
+        known = _PER_SCAN[make] = (sources, make(sources))
+    return known[1]
 
 
 def scan_source(text: bytes | str, path: str = "<string>", own: tuple = (), exports: dict | None = None,

@@ -17,13 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 
-from ....errors import CompatError
-from ...archive import read_file
 from .kinds import GuardKind
 from .line_starts import line_start_matches
-from .project import MAX_FILE_BYTES, project_module
+from .project import per_scan, project_file_bytes, project_module
 
 SWALLOWED = GuardKind.SWALLOWED
 
@@ -38,7 +35,7 @@ def mark_swallowed(findings: list, sources: list) -> list:
             roots[module] = (f.path, f.line)
     if not roots:
         return findings
-    files = _files(sources)
+    files = per_scan(sources, _Files)
     guarded = {t for statement in files.guarded_imports() for t in statement[2]}
     if not guarded:  # nothing is imported under an ImportError guard: nothing can be swallowed
         return findings
@@ -120,10 +117,7 @@ class _Files:
         """The file's bytes (kept only for files with an indented import: the index reads every file once)."""
         if rel in self._bytes:
             return self._bytes[rel]
-        try:
-            return read_file(Path(self.paths[rel]), MAX_FILE_BYTES, "project file")
-        except (OSError, CompatError):
-            return b""
+        return project_file_bytes(self.paths[rel])
 
     def guarded_imports(self) -> list:
         """The import statements of project modules under an ImportError guard (``try``, ``suppress``), read off
@@ -243,17 +237,6 @@ def _prefixes(name: str) -> frozenset:
     """``a.b.c`` -> {a, a.b, a.b.c}: importing a module imports its packages."""
     parts = name.split(".")
     return frozenset(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-
-
-_SEEN: dict = {}  # id(sources) -> (sources, _Files): one per project scan, reused by every release checked
-
-
-def _files(sources: list) -> _Files:
-    known = _SEEN.get(id(sources))
-    if known is None or known[0] is not sources:
-        _SEEN.clear()
-        known = _SEEN[id(sources)] = (sources, _Files(sources))
-    return known[1]
 
 
 def _failing(guarded: set, roots: dict, files: _Files) -> dict:

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from pathlib import Path
 
-from ....errors import CompatError
-from ...archive import read_file
 from ...ast_tools import statements
 from . import guards as g
-from .project import MAX_FILE_BYTES, project_module
+from .project import per_scan, project_file_bytes, project_module
 
 MAX_SITES = 4  # switch sites named per flag; the rest counted
 
@@ -29,16 +26,15 @@ def name_what_turns_off(findings: list, sources: list) -> list:
     wanted = {id(f) for f in findings if f.guarded and _off_switch(f)}
     if not wanted:
         return findings
-    files = _Files(sources)
-    described: dict[tuple, str] = {}
+    files = per_scan(sources, _Files)  # the same text for every release of a window: read and parsed once
     out = []
     for f in findings:
         if id(f) in wanted:
             key = (f.path, f._guard[1])
-            if key not in described:
-                described[key] = _describe(files, f.path, f._guard[1])
-            if described[key]:
-                f = replace(f, guard=f"{f.guard}; {described[key]}")
+            if key not in files.described:
+                files.described[key] = _describe(files, f.path, f._guard[1])
+            if files.described[key]:
+                f = replace(f, guard=f"{f.guard}; {files.described[key]}")
         out.append(f)
     return out
 
@@ -80,13 +76,11 @@ class _Files:
         self.paths = dict(sources)
         self._trees: dict[str, ast.Module | None] = {}
         self._data: dict[str, bytes] = {}
+        self.described: dict[tuple, str] = {}  # (path, line of the try) -> what its switch turns off
 
     def data(self, rel: str) -> bytes:
         if rel not in self._data:
-            try:
-                self._data[rel] = read_file(Path(self.paths[rel]), MAX_FILE_BYTES, "project file")
-            except (CompatError, KeyError):
-                self._data[rel] = b""
+            self._data[rel] = project_file_bytes(self.paths[rel]) if rel in self.paths else b""
         return self._data[rel]
 
     def tree(self, rel: str) -> ast.Module | None:
