@@ -130,7 +130,7 @@ def mark_against(findings: list, baseline: Surface | None, uses: list = ()) -> l
     candidate). A failure by name is matched by location: any use on that line failing by name there (a missing
     name that became a missing module is the same failure)."""
     if baseline is None:
-        return [replace(f, on_against=None) for f in findings]
+        return findings  # on_against stays None: nothing else sets it
     at: dict = {}
     for use in uses:
         at.setdefault((use.path, use.line), []).append(use)

@@ -40,7 +40,7 @@ def name_what_turns_off(findings: list, sources: list) -> list:
 
 
 def _off_switch(finding) -> bool:
-    guard = getattr(finding, "_guard", None)
+    guard = finding._guard
     return bool(guard) and guard[0] == g.TRY and bool(guard[3])
 
 
